@@ -1,0 +1,112 @@
+"""stance_magic: see and steer ``torch.compiler.set_stance`` from a notebook.
+
+``%load_ext stance_magic`` registers the ``%stance`` / ``%%stance`` magics.
+In Python, :func:`measure`, :func:`current_stance` and :func:`history` use the
+same engine. Importing this package imports neither torch, matplotlib nor
+ipywidgets; they load when first needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CellReport",
+    "Stance",
+    "StanceError",
+    "current_stance",
+    "history",
+    "load_ipython_extension",
+    "measure",
+    "panel",
+    "set_session_stance",
+    "supported_stances",
+    "unload_ipython_extension",
+]
+
+_LAZY = {
+    "Stance": "engine",
+    "StanceError": "engine",
+    "current_stance": "engine",
+    "supported_stances": "engine",
+    "get_engine": "engine",
+    "CellReport": "report",
+    "panel": "panel",
+}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'stance_magic' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"stance_magic.{mod}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def measure(
+    stance: str | None = None,
+    *,
+    skip_guard_eval_unsafe: bool = False,
+    force_backend: Any = None,
+    label: str | None = None,
+) -> Any:
+    """Run a block under a stance and measure what torch.compile did.
+
+    A context manager yielding a :class:`CellReport`, filled in when the
+    block ends and added to :func:`history`. ``stance=None`` means the
+    session stance.
+
+    Examples
+    --------
+    >>> import stance_magic, torch
+    >>> f = torch.compile(lambda x: x.sin(), backend="eager")
+    >>> with stance_magic.measure("default") as rep:
+    ...     _ = f(torch.ones(3))
+    >>> rep.compiles
+    1
+    """
+    from .engine import get_engine, make_stance
+
+    engine = get_engine()
+    st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
+    return engine.measure(st, label=label)
+
+
+def set_session_stance(
+    stance: str, *, skip_guard_eval_unsafe: bool = False, force_backend: Any = None
+) -> Any:
+    """Set the session stance (as ``%stance NAME`` does); return the previous one."""
+    from .engine import get_engine, make_stance
+
+    return get_engine().set_session(make_stance(stance, skip_guard_eval_unsafe, force_backend))
+
+
+def history() -> list[Any]:
+    """The measured cells of this session, oldest first, as a table-like list."""
+    from .engine import get_engine
+    from .render import History
+
+    return History(get_engine().history)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext stance_magic``: register the magics and cell hooks."""
+    from ._extension import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext stance_magic``: remove everything load added; restore the stance."""
+    from ._extension import unload
+
+    unload(ipython)

@@ -1,0 +1,434 @@
+"""The stance engine: stance state, validation, applying and measuring.
+
+No IPython here. The magics and the widget panel are thin views of the one
+:class:`Engine` returned by :func:`get_engine`; neither keeps a copy of the
+state. Stances are applied through torch's own ``torch.compiler.set_stance``
+(via :mod:`stance_magic.probe`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
+
+from . import probe
+from .probe import CompiledRegionError, TorchSupportError
+
+__all__ = [
+    "CompiledRegionError",
+    "Engine",
+    "Stance",
+    "StanceError",
+    "TorchSupportError",
+    "current_stance",
+    "get_engine",
+    "supported_stances",
+]
+
+
+class StanceError(ValueError):
+    """A stance, flag or backend the user asked for is not valid.
+
+    The message is one line, fit to show as it is; the magics turn it into
+    an IPython ``UsageError``.
+    """
+
+
+@dataclass(frozen=True)
+class Stance:
+    """A compiler stance: what ``torch.compiler.set_stance`` was given.
+
+    Examples
+    --------
+    >>> Stance("eager_then_compile")
+    Stance(name='eager_then_compile', skip_guard_eval_unsafe=False, backend=None)
+    >>> print(Stance("default", backend="eager"))
+    default (backend=eager)
+    """
+
+    name: str = "default"
+    skip_guard_eval_unsafe: bool = False
+    backend: str | Callable[..., Any] | None = None
+
+    @property
+    def backend_name(self) -> str | None:
+        """The backend as text: its name, or the callable's ``__name__``."""
+        b = self.backend
+        if b is None or isinstance(b, str):
+            return b
+        return getattr(b, "__name__", None) or type(b).__name__
+
+    def __str__(self) -> str:
+        extras = []
+        if self.backend is not None:
+            extras.append(f"backend={self.backend_name}")
+        if self.skip_guard_eval_unsafe:
+            extras.append("skip_guard_eval_unsafe")
+        return self.name + (f" ({', '.join(extras)})" if extras else "")
+
+    def __repr__(self) -> str:
+        backend = self.backend if not callable(self.backend) else self.backend_name
+        return (
+            f"Stance(name={self.name!r}, skip_guard_eval_unsafe="
+            f"{self.skip_guard_eval_unsafe}, backend={backend!r})"
+        )
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stance": self.name,
+            "skip_guard_eval_unsafe": self.skip_guard_eval_unsafe,
+            "backend": self.backend_name,
+        }
+
+
+def supported_stances() -> tuple[str, ...]:
+    """Stance names the installed torch accepts.
+
+    Examples
+    --------
+    >>> "force_eager" in supported_stances()
+    True
+    """
+    return probe.supported_stances()
+
+
+def _did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def resolve_backend(
+    backend: str | Callable[..., Any] | None, namespace: Mapping[str, Any] | None = None
+) -> str | Callable[..., Any] | None:
+    """A backend name registered with torch, or a callable, checked.
+
+    A name that torch does not register is looked up in ``namespace`` (the
+    notebook's), so ``-b mybackend`` finds a function defined in a cell.
+    """
+    if backend is None or callable(backend):
+        return backend
+    if not isinstance(backend, str):
+        raise StanceError(f"backend must be a name or a callable, not {type(backend).__name__}")
+    names = probe.list_backends()
+    if backend in names:
+        return backend
+    if namespace is not None and backend in namespace:
+        obj = namespace[backend]
+        if callable(obj):
+            return obj
+        raise StanceError(f"{backend!r} in the namespace is a {type(obj).__name__}, not a callable")
+    user = sorted(
+        k
+        for k, v in (namespace or {}).items()
+        if callable(v) and not k.startswith("_") and not isinstance(v, type)
+    )
+    offer = ", ".join(names)
+    msg = f"unknown backend {backend!r}{_did_you_mean(backend, names)} torch has: {offer}"
+    if namespace is not None:
+        msg += "; or name a callable from your namespace" + (
+            f" ({', '.join(user[:8])}{', ...' if len(user) > 8 else ''})" if user else ""
+        )
+    return _raise(msg)
+
+
+def _raise(msg: str) -> Any:
+    raise StanceError(msg)
+
+
+def make_stance(
+    name: str | None = None,
+    skip_guard_eval_unsafe: bool = False,
+    backend: str | Callable[..., Any] | None = None,
+    namespace: Mapping[str, Any] | None = None,
+    base: Stance | None = None,
+) -> Stance:
+    """Validate a stance request and return it as a :class:`Stance`.
+
+    ``name=None`` means ``base`` (the session stance) with the given flags.
+    Raises :class:`StanceError` for an unknown stance (with a did-you-mean
+    and, for a stance of a newer torch, the torch it needs), a backend with
+    a non-default stance, or an unknown backend.
+    """
+    if name is None:
+        base = base or Stance()
+        name = base.name
+        skip_guard_eval_unsafe = skip_guard_eval_unsafe or base.skip_guard_eval_unsafe
+        if backend is None:
+            backend = base.backend
+    supported = supported_stances()
+    if name not in supported:
+        hint = probe.missing_stance_hint(name)
+        if hint:
+            raise StanceError(hint)
+        raise StanceError(
+            f"unknown stance {name!r}{_did_you_mean(name, supported)}"
+            f" (this torch has: {', '.join(supported)})"
+        )
+    if backend is not None and name != "default":
+        raise StanceError(
+            f"a backend can only be forced with the 'default' stance, not {name!r} "
+            "(torch: non-default stance cannot have force_backend set)"
+        )
+    return Stance(name, bool(skip_guard_eval_unsafe), resolve_backend(backend, namespace))
+
+
+def current_stance() -> Stance:
+    """The stance torch.compile is under right now.
+
+    Examples
+    --------
+    >>> import stance_magic
+    >>> stance_magic.current_stance()
+    Stance(name='default', skip_guard_eval_unsafe=False, backend=None)
+    """
+    return Stance(*probe.torch_stance())
+
+
+def _apply(stance: Stance) -> None:
+    probe.set_stance(stance.name, stance.skip_guard_eval_unsafe, stance.backend)
+
+
+SKIP_GUARD_WARNING = (
+    "skip_guard_eval_unsafe assumes the compiled code is warmed up and that no "
+    "further recompiles are needed: only the guards that tell cache entries "
+    "apart run. If that assumption is wrong, results are silently wrong."
+)
+
+
+class Engine:
+    """Owns the session stance, the cell stance, the measuring and the history.
+
+    Front ends (magics, panel) call its methods and subscribe with
+    :meth:`observe`; events are ``("session", Stance)``, ``("cell", Stance)``
+    when a cell starts under a stance, ``("report", CellReport)``,
+    ``("watch", bool)`` and ``("reset", None)``.
+    """
+
+    def __init__(self) -> None:
+        self.history: list[Any] = []
+        self.watch = False
+        self._listeners: list[Callable[[str, Any], None]] = []
+        self._cell_depth = 0
+        self._pending_session: Stance | None = None
+        self._recorder: probe.Recorder | None = None
+        self._warned_skip_guard = False
+        self._last_session: Stance | None = None
+
+    # -- observers ---------------------------------------------------------
+    def observe(self, fn: Callable[[str, Any], None]) -> None:
+        if fn not in self._listeners:
+            self._listeners.append(fn)
+
+    def unobserve(self, fn: Callable[[str, Any], None]) -> None:
+        while fn in self._listeners:
+            self._listeners.remove(fn)
+
+    def _emit(self, event: str, value: Any) -> None:
+        for fn in list(self._listeners):
+            try:
+                fn(event, value)
+            except Exception:  # noqa: BLE001 - a broken view must not break a cell
+                import traceback
+
+                traceback.print_exc()
+
+    # -- the session stance -----------------------------------------------
+    @property
+    def session(self) -> Stance:
+        """The session stance: what cells run under without ``%%stance``."""
+        if self._pending_session is not None:
+            return self._pending_session
+        if self._cell_depth and self._last_session is not None:
+            return self._last_session
+        return current_stance()
+
+    @property
+    def in_cell(self) -> bool:
+        return self._cell_depth > 0
+
+    def set_session(self, stance: Stance) -> Stance:
+        """Make ``stance`` the session stance; return the previous one.
+
+        While a cell runs under a cell stance, the change is kept and takes
+        effect when that cell ends.
+        """
+        previous = self.session
+        if self._cell_depth:
+            self._pending_session = stance
+        else:
+            _apply(stance)
+            self._last_session = stance
+        if stance != previous:
+            self._emit("session", stance)
+        return previous
+
+    def sync(self) -> None:
+        """Tell observers if the session stance changed outside the engine
+        (a direct ``torch.compiler.set_stance`` call in a cell)."""
+        if self._cell_depth:
+            return
+        now = current_stance()
+        if now != self._last_session:
+            self._last_session = now
+            self._emit("session", now)
+
+    def take_skip_guard_warning(self, stance: Stance) -> str | None:
+        """The skip_guard_eval_unsafe warning, the first time a session asks."""
+        if stance.skip_guard_eval_unsafe and not self._warned_skip_guard:
+            self._warned_skip_guard = True
+            return SKIP_GUARD_WARNING
+        return None
+
+    # -- applying a stance to a block -------------------------------------
+    @contextlib.contextmanager
+    def applied(self, stance: Stance) -> Iterator[Stance]:
+        """Run a block under ``stance``; the stance before it is back after,
+        whatever happens in the block (an exception, a KeyboardInterrupt)."""
+        before = current_stance()
+        if not self._cell_depth:
+            self._last_session = before
+        _apply(stance)
+        self._cell_depth += 1
+        try:
+            if self._cell_depth == 1:
+                self._emit("cell", stance)
+            yield stance
+        finally:
+            self._cell_depth -= 1
+            if self._cell_depth == 0 and self._pending_session is not None:
+                after, self._pending_session = self._pending_session, None
+                self._last_session = after
+            else:
+                after = before
+            _apply(after)
+
+    # -- measuring ----------------------------------------------------------
+    @property
+    def recorder(self) -> probe.Recorder:
+        if self._recorder is None:
+            self._recorder = probe.Recorder()
+        self._recorder.ensure_installed()
+        return self._recorder
+
+    @contextlib.contextmanager
+    def measure(
+        self,
+        stance: Stance | None = None,
+        *,
+        source: str = "",
+        label: str | None = None,
+        record: bool = True,
+    ) -> Iterator[Any]:
+        """Run a block under ``stance`` (None: the session stance) and measure it.
+
+        Yields a :class:`~stance_magic.report.CellReport` that is filled in
+        when the block ends; with ``record`` it is appended to the history
+        and sent to observers. An exception in the block propagates
+        unchanged after the report records it.
+        """
+        stance = stance or self.session
+        with self.applied(stance):
+            m = self.start_measure(stance, source=source, label=label, record=record)
+            try:
+                yield m.report
+            except BaseException as exc:
+                m.finish(exc)
+                raise
+            m.finish(None)
+
+    def start_measure(
+        self,
+        stance: Stance | None = None,
+        *,
+        source: str = "",
+        label: str | None = None,
+        record: bool = True,
+    ) -> Measurement:
+        """Start measuring without applying a stance (``%stance watch``);
+        call :meth:`Measurement.finish` when the block is over."""
+        return Measurement(self, stance or current_stance(), source, label, record)
+
+    def reset_compiled_code(self) -> None:
+        """Forget all compiled code (``torch.compiler.reset()``); keep history."""
+        probe.reset_compiled_code()
+        if self._recorder is not None:
+            self._recorder.entry_costs_s.clear()
+            self._recorder.ensure_installed()
+        self._emit("reset", None)
+
+    def set_watch(self, on: bool) -> None:
+        if on != self.watch:
+            self.watch = on
+            self._emit("watch", on)
+
+    def clear_history(self) -> None:
+        self.history.clear()
+
+    def close(self) -> None:
+        """Remove every hook the engine installed in torch."""
+        if self._recorder is not None:
+            self._recorder.uninstall()
+            self._recorder = None
+        self._listeners.clear()
+        self.watch = False
+
+
+class Measurement:
+    """One open measuring window; :meth:`finish` closes it once."""
+
+    def __init__(
+        self, engine: Engine, stance: Stance, source: str, label: str | None, record: bool
+    ) -> None:
+        from .report import CellReport
+
+        self.engine = engine
+        self.stance = stance
+        self.source = source
+        self.label = label
+        self.record = record
+        self.report = CellReport(stance=stance.name)
+        self._recorder = engine.recorder
+        self._done = False
+        self._recorder.start()
+        self._t0 = time.perf_counter()
+
+    def finish(self, error: BaseException | None = None) -> Any:
+        """Stop the clocks and fill in :attr:`report` (idempotent)."""
+        if self._done:
+            return self.report
+        wall = time.perf_counter() - self._t0
+        self._done = True
+        from .report import build_report
+
+        window = self._recorder.stop()
+        build_report(
+            self.report,
+            window=window,
+            stance=self.stance,
+            wall_s=wall,
+            error=error,
+            source=self.source,
+            label=self.label,
+            index=len(self.engine.history) + 1,
+        )
+        if self.record:
+            self.engine.history.append(self.report)
+            self.engine._emit("report", self.report)
+        return self.report
+
+
+_ENGINE: Engine | None = None
+
+
+def get_engine() -> Engine:
+    """The process's one engine, shared by the magics, the panel and the API."""
+    global _ENGINE
+    if _ENGINE is None:
+        _ENGINE = Engine()
+    return _ENGINE

@@ -1,0 +1,378 @@
+"""The ``%stance`` line magic and ``%%stance`` cell magic: a thin view of the engine."""
+
+from __future__ import annotations
+
+import ast
+import shlex
+import sys
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import MagicArgumentParser
+
+from .engine import (
+    CompiledRegionError,
+    Engine,
+    Stance,
+    StanceError,
+    TorchSupportError,
+    get_engine,
+    make_stance,
+    supported_stances,
+)
+
+COMMANDS = ("watch", "history", "reset", "panel")
+
+
+def _parser() -> MagicArgumentParser:
+    p = MagicArgumentParser(prog="%stance", add_help=False)
+    p.add_argument("words", nargs="*")
+    p.add_argument("-u", "--skip-guard-eval-unsafe", action="store_true")
+    p.add_argument("-b", "--backend", default=None)
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument("--compare", action="store_true")
+    p.add_argument("--repeat", type=int, default=None)
+    p.add_argument("--sweep", nargs="?", const="", default=None)
+    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--plot", action="store_true")
+    p.add_argument("--csv", default=None)
+    p.add_argument("--json", default=None)
+    return p
+
+
+_PARSER = _parser()
+
+
+def _parse(line: str) -> Any:
+    try:
+        argv = shlex.split(line)
+    except ValueError as err:
+        raise UsageError(f"%stance: cannot parse {line!r}: {err}") from None
+    return _PARSER.parse_args(argv)
+
+
+def _display(text: str, html: str | None = None) -> None:
+    from IPython.display import display
+
+    data = {"text/plain": text}
+    if html is not None:
+        data["text/html"] = html
+    display(data, raw=True)
+
+
+@magics_class
+class StanceMagics(Magics):
+    """Magics that run cells under a ``torch.compiler.set_stance`` stance."""
+
+    def __init__(self, shell: Any, engine: Engine | None = None) -> None:
+        super().__init__(shell)
+        self.engine = engine or get_engine()
+        self._pending: list[tuple[Any, bool]] = []
+        self._watch_measure: Any = None
+
+    # -- the magic ----------------------------------------------------------
+    @no_var_expand
+    @line_cell_magic
+    def stance(self, line: str = "", cell: str | None = None) -> Any:
+        """Run a cell, or the session, under a torch.compile stance.
+
+        Cell magic::
+
+            %%stance [STANCE] [-u] [-b NAME] [-q] [--compare [--repeat N]]
+                     [--sweep [S1,S2,...]] [--no-plot]
+
+        runs the cell under STANCE (left out: the session stance); the stance
+        before the cell is back afterwards, whether the cell succeeded,
+        raised or was interrupted. After the cell a report shows what
+        torch.compile did: wall and compile time (by phase), compiles,
+        recompiles with torch's reason and where, graph breaks, cache
+        hits/misses, guard count and evaluation cost, eager fallbacks and
+        refused recompiles.
+
+        Line magic::
+
+            %stance                     show the session stance
+            %stance STANCE [-u] [-b NAME]
+                                        set the session stance for the cells that follow
+            %stance watch on|off        report every cell that compiled anything
+            %stance history [--csv PATH] [--json PATH] [--plot]
+                                        one row per measured cell, the session so far
+            %stance reset               forget all compiled code (torch.compiler.reset())
+            %stance panel               a widget panel to toggle the stance
+
+        Options
+        -------
+        STANCE
+            One of the stances the installed torch supports: default,
+            force_eager, eager_on_recompile, fail_on_recompile,
+            eager_then_compile, aot_eager_then_compile (as torch has them).
+        -u, --skip-guard-eval-unsafe
+            Run only the guards that tell cache entries apart: faster, and
+            silently wrong if a recompile was needed.
+        -b NAME, --backend NAME
+            Force a backend (only with the default stance): a name from
+            ``torch._dynamo.list_backends()`` or a callable in your namespace.
+        -q, --quiet
+            No report.
+        --compare
+            Run the cell under force_eager and under STANCE (side effects
+            repeat) and show the speedup and break-even run count.
+        --repeat N
+            With --compare: run each N times (first run and steady state apart).
+        --sweep [S1,S2,...]
+            Run the cell once per stance (all supported ones if no list),
+            each from cold compiled caches.
+        --no-plot
+            Text and table only, no chart.
+
+        Examples
+        --------
+        ::
+
+            In [1]: %load_ext stance_magic
+
+            In [2]: %%stance eager_then_compile
+               ...: y = model(x)
+
+            In [3]: %stance force_eager
+            session stance: force_eager (was: default)
+
+            In [4]: %stance
+            session stance: force_eager (skip_guard_eval_unsafe=False, backend=None)
+        """
+        __tracebackhide__ = True
+        args = _parse(line)
+        try:
+            if cell is None:
+                return self._line(args)
+            return self._cell(args, cell)
+        except (StanceError, TorchSupportError, CompiledRegionError) as err:
+            raise UsageError(str(err)) from None
+
+    # -- line forms -----------------------------------------------------------
+    def _line(self, args: Any) -> Any:
+        words = args.words
+        if args.compare or args.sweep is not None or args.repeat is not None:
+            raise UsageError("--compare, --repeat and --sweep apply to a %%stance cell")
+        if words and words[0] in COMMANDS:
+            return getattr(self, f"_cmd_{words[0]}")(args, words[1:])
+        if args.csv or args.json or args.plot:
+            raise UsageError("--csv, --json and --plot go with %stance history")
+        if not words:
+            if args.skip_guard_eval_unsafe or args.backend:
+                stance = make_stance(
+                    None, args.skip_guard_eval_unsafe, args.backend, self.shell.user_ns
+                )
+                return self._set_session(stance, args.quiet)
+            s = self.engine.session
+            print(
+                f"session stance: {s.name} (skip_guard_eval_unsafe="
+                f"{s.skip_guard_eval_unsafe}, backend={s.backend_name})"
+            )
+            return None
+        if len(words) > 1:
+            raise UsageError(f"%stance: unexpected word {words[1]!r} after the stance")
+        stance = make_stance(words[0], args.skip_guard_eval_unsafe, args.backend, self.shell.user_ns)
+        return self._set_session(stance, args.quiet)
+
+    def _set_session(self, stance: Stance, quiet: bool) -> None:
+        self._warn_skip_guard(stance)
+        previous = self.engine.set_session(stance)
+        if not quiet:
+            later = " after this cell" if self.engine.in_cell else ""
+            print(f"session stance: {stance} (was: {previous}){later}")
+
+    def _warn_skip_guard(self, stance: Stance) -> None:
+        msg = self.engine.take_skip_guard_warning(stance)
+        if msg:
+            print(f"stance_magic: {msg}", file=sys.stderr)
+
+    def _cmd_watch(self, args: Any, rest: list[str]) -> None:
+        if len(rest) != 1 or rest[0] not in ("on", "off"):
+            state = "on" if self.engine.watch else "off"
+            if not rest:
+                print(f"watch is {state}")
+                return
+            raise UsageError("usage: %stance watch on|off")
+        self.engine.set_watch(rest[0] == "on")
+        if not args.quiet:
+            print(f"watch {rest[0]}: " + ("every cell that compiles gets a report" if rest[0] == "on" else "only %%stance cells are reported"))
+
+    def _cmd_history(self, args: Any, rest: list[str]) -> Any:
+        from . import export
+        from .render import History
+
+        if rest:
+            raise UsageError(f"%stance history: unexpected word {rest[0]!r}")
+        hist = History(self.engine.history)
+        written = []
+        try:
+            if args.csv:
+                written.append(export.write_csv(hist, args.csv))
+            if args.json:
+                written.append(export.write_json(hist, args.json))
+        except OSError as err:
+            raise UsageError(f"%stance history: cannot write: {err}") from None
+        for path in written:
+            print(f"wrote {len(hist)} rows to {path}")
+        if args.plot and not args.no_plot:
+            from .plots import history_figure, show_figure
+
+            show_figure(history_figure(hist), text=str(hist))
+            return None
+        if written and args.quiet:
+            return None
+        return hist
+
+    def _cmd_reset(self, args: Any, rest: list[str]) -> None:
+        if rest:
+            raise UsageError(f"%stance reset: unexpected word {rest[0]!r}")
+        self.engine.reset_compiled_code()
+        if not args.quiet:
+            print("compiled code forgotten (torch.compiler.reset()); history kept")
+
+    def _cmd_panel(self, args: Any, rest: list[str]) -> Any:
+        if rest:
+            raise UsageError(f"%stance panel: unexpected word {rest[0]!r}")
+        from .panel import PanelUnavailable, panel
+
+        try:
+            return panel(engine=self.engine, shell=self.shell)
+        except PanelUnavailable as err:
+            print(f"stance_magic: {err}", file=sys.stderr)
+            return None
+
+    # -- the cell form --------------------------------------------------------
+    def _cell(self, args: Any, cell: str) -> Any:
+        __tracebackhide__ = True
+        words = args.words
+        if args.csv or args.json or args.plot:
+            raise UsageError("--csv, --json and --plot go with %stance history")
+        if words and words[0] in COMMANDS:
+            raise UsageError(f"%stance {words[0]} is a line magic; use it with one %")
+        if len(words) > 1:
+            raise UsageError(f"%%stance: unexpected word {words[1]!r} after the stance")
+        if args.repeat is not None and not args.compare:
+            raise UsageError("--repeat goes with --compare")
+        if args.repeat is not None and args.repeat < 1:
+            raise UsageError("--repeat needs a count of 1 or more")
+        if args.sweep is not None and (words or args.compare):
+            raise UsageError("--sweep runs every stance; give no STANCE and no --compare")
+        ns = self.shell.user_ns
+        if args.sweep is not None:
+            names = [n.strip() for n in args.sweep.split(",") if n.strip()] or list(
+                supported_stances()
+            )
+            stances = [make_stance(n, args.skip_guard_eval_unsafe, None, ns) for n in names]
+            stance = None
+        else:
+            stance = make_stance(
+                words[0] if words else None,
+                args.skip_guard_eval_unsafe,
+                args.backend,
+                ns,
+                base=self.engine.session,
+            )
+        run = self._compile_cell(cell)
+        if stance is not None:
+            self._warn_skip_guard(stance)
+        if args.sweep is not None:
+            from .compare import sweep
+
+            result = sweep(self.engine, run, stances, source=cell, announce=not args.quiet)
+            if not args.quiet:
+                self._pending.append((result, not args.no_plot))
+            return None
+        if args.compare:
+            from .compare import compare
+
+            result = compare(
+                self.engine,
+                run,
+                stance,
+                repeat=args.repeat or 1,
+                source=cell,
+                announce=not args.quiet,
+            )
+            if not args.quiet:
+                self._pending.append((result, not args.no_plot))
+            return result.value
+        rep = None
+        try:
+            with self.engine.measure(stance, source=cell) as rep:
+                return run()
+        finally:
+            if rep is not None and not args.quiet:
+                self._pending.append((rep, not args.no_plot))
+
+    def _compile_cell(self, cell: str) -> Any:
+        """Parse and compile the cell as IPython does (raising SyntaxError now,
+        before any stance is applied); return a function that runs it in the
+        user namespace and gives the value of its last expression."""
+        __tracebackhide__ = True
+        shell = self.shell
+        transformed = shell.transform_cell(cell)
+        filename = shell.compile.cache(transformed, shell.execution_count, raw_code=cell)
+        tree = shell.compile.ast_parse(transformed, filename=filename)
+        tree = shell.transform_ast(tree)
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_with_semicolon(cell):
+            last = ast.Expression(tree.body.pop().value)
+        code = shell.compile(tree, filename, "exec")
+        code_last = shell.compile(last, filename, "eval") if last is not None else None
+        glob, loc = shell.user_global_ns, shell.user_ns
+
+        def run() -> Any:
+            __tracebackhide__ = True
+            exec(code, glob, loc)
+            if code_last is not None:
+                return eval(code_last, glob, loc)
+            return None
+
+        return run
+
+    # -- IPython events ----------------------------------------------------
+    def pre_run_cell(self, info: Any) -> None:
+        self._pending.clear()
+        if not self.engine.watch:
+            return
+        raw = (getattr(info, "raw_cell", "") or "").lstrip()
+        if raw.startswith("%%stance"):
+            return  # the cell magic measures (and reports) this cell itself
+        self._watch_measure = self.engine.start_measure(source=raw)
+
+    def post_run_cell(self, result: Any) -> None:
+        m, self._watch_measure = self._watch_measure, None
+        if m is not None:
+            err = getattr(result, "error_in_exec", None)
+            rep = m.finish(err)
+            if rep.compiled_anything or rep.cache_misses:
+                self._pending.append((rep, False))
+        self.engine.sync()
+        pending, self._pending = self._pending, []
+        for obj, plot in pending:
+            show(obj, plot=plot)
+
+
+def _ends_with_semicolon(cell: str) -> bool:
+    lines = [ln for ln in cell.rstrip().splitlines() if ln.strip()]
+    return bool(lines) and lines[-1].rstrip().endswith(";")
+
+
+def show(obj: Any, plot: bool = True) -> None:
+    """Display a report (or compare/sweep result) as HTML + text, and its chart."""
+    _display(str(obj), obj._repr_html_())
+    advice = getattr(obj, "advice", None)
+    if advice:
+        lines = advice() if callable(advice) else advice
+        if lines:
+            from .render import advice_html
+
+            _display("\n".join(f"hint: {a}" for a in lines), advice_html(lines))
+    if plot and hasattr(obj, "figure"):
+        from .plots import show_figure
+
+        fig = obj.figure()
+        if fig is not None:
+            show_figure(fig, text=None)

@@ -1,0 +1,505 @@
+"""Every torch internal that stance_magic touches, in one place.
+
+The rest of the package talks to torch only through this module. Each
+private API is looked up behind a check of the installed torch, so a torch
+upgrade that moves one of them breaks this file with a clear message
+(:class:`TorchSupportError`), never a user's cell.
+
+Nothing here imports torch at import time: ``import stance_magic`` stays
+light, and torch is imported the first time a function here needs it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+#: Oldest torch with ``torch.compiler.set_stance``.
+MIN_TORCH = (2, 6)
+
+#: Stances and the first torch release that has them. Names that the
+#: installed torch documents beyond these are picked up too (see
+#: :func:`supported_stances`); this table only serves to explain a missing one.
+STANCE_SINCE: dict[str, tuple[int, int]] = {
+    "default": (2, 6),
+    "force_eager": (2, 6),
+    "eager_on_recompile": (2, 6),
+    "fail_on_recompile": (2, 6),
+    "eager_then_compile": (2, 7),
+    "aot_eager_then_compile": (2, 7),
+}
+
+#: The message torch raises when set_stance is called inside a compiled region.
+COMPILED_REGION_MESSAGE = "attempted to set_stance in a torch.compile region"
+
+
+class TorchSupportError(RuntimeError):
+    """The installed torch lacks something stance_magic needs."""
+
+
+def torch_version() -> tuple[int, int]:
+    """``(major, minor)`` of the installed torch, importing it if needed."""
+    import torch
+
+    m = re.match(r"(\d+)\.(\d+)", torch.__version__)
+    if not m:  # pragma: no cover - torch always has a numeric version
+        raise TorchSupportError(f"cannot read torch version {torch.__version__!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _fmt(v: tuple[int, int]) -> str:
+    return f"{v[0]}.{v[1]}"
+
+
+def require_torch() -> None:
+    """Raise :class:`TorchSupportError` unless torch >= :data:`MIN_TORCH`."""
+    v = torch_version()
+    if v < MIN_TORCH:
+        import torch
+
+        raise TorchSupportError(
+            f"stance_magic needs torch >= {_fmt(MIN_TORCH)} "
+            f"(torch.compiler.set_stance); this is torch {torch.__version__}"
+        )
+
+
+def _eval_frame() -> Any:
+    require_torch()
+    from torch._dynamo import eval_frame
+
+    for name in ("_stance", "_set_stance", "_callback_from_stance", "DynamoStance"):
+        if not hasattr(eval_frame, name):
+            raise TorchSupportError(
+                f"torch._dynamo.eval_frame.{name} is missing in this torch "
+                f"({_torch_str()}); stance_magic supports torch {_fmt(MIN_TORCH)} to 2.14"
+            )
+    return eval_frame
+
+
+def _torch_str() -> str:
+    import torch
+
+    return torch.__version__
+
+
+# --------------------------------------------------------------------------
+# Stances
+# --------------------------------------------------------------------------
+
+
+def torch_stance() -> tuple[str, bool, Any]:
+    """The stance torch has now: ``(name, skip_guard_eval_unsafe, backend)``."""
+    s = _eval_frame()._stance
+    return s.stance, bool(s.skip_guard_eval_unsafe), s.backend
+
+
+def _documented_stances() -> list[str]:
+    """Stance names listed in the installed torch's set_stance docstring."""
+    import torch
+
+    doc = torch.compiler.set_stance.__doc__ or ""
+    return re.findall(r'^\s*- "([a-z_]+)":', doc, flags=re.M)
+
+
+_SUPPORTED: tuple[str, ...] | None = None
+
+
+def supported_stances() -> tuple[str, ...]:
+    """Stance names the installed torch accepts, in a stable order.
+
+    Candidates are our table plus every name torch documents; each is tried
+    by asking torch's own dispatcher (``_callback_from_stance``) under that
+    stance with a dummy callback, which raises for a name torch does not
+    know and runs nothing.
+    """
+    global _SUPPORTED
+    if _SUPPORTED is None:
+        ef = _eval_frame()
+        candidates = list(STANCE_SINCE)
+        candidates += [n for n in _documented_stances() if n not in candidates]
+
+        def dummy(*args: Any, **kwargs: Any) -> None:  # pragma: no cover
+            return None
+
+        dummy._torchdynamo_orig_backend = dummy  # type: ignore[attr-defined]
+        accepted = []
+        saved = ef._stance
+        try:
+            for name in candidates:
+                ef._stance = ef.DynamoStance(name)
+                try:
+                    ef._callback_from_stance(dummy)
+                except RuntimeError:
+                    continue
+                accepted.append(name)
+        finally:
+            ef._stance = saved
+        _SUPPORTED = tuple(accepted)
+    return _SUPPORTED
+
+
+def missing_stance_hint(name: str) -> str | None:
+    """For a stance this torch lacks but a newer one has, say which torch."""
+    since = STANCE_SINCE.get(name)
+    if since is None or name in supported_stances():
+        return None
+    return f"stance {name!r} needs torch >= {_fmt(since)} (installed: {_torch_str()})"
+
+
+def list_backends() -> list[str]:
+    """Every backend name registered with torch, debug ones included."""
+    require_torch()
+    import torch._dynamo
+
+    try:
+        return list(torch._dynamo.list_backends(exclude_tags=()))
+    except TypeError:  # pragma: no cover - older signature
+        return list(torch._dynamo.list_backends())
+
+
+def set_stance(name: str, skip_guard_eval_unsafe: bool, backend: Any) -> Any:
+    """Call ``torch.compiler.set_stance`` (function form) and return its handle.
+
+    A call from inside a compiled region raises :class:`CompiledRegionError`
+    carrying torch's own message.
+    """
+    require_torch()
+    import torch
+
+    try:
+        return torch.compiler.set_stance(
+            name,
+            skip_guard_eval_unsafe=skip_guard_eval_unsafe,
+            force_backend=backend,
+        )
+    except RuntimeError as err:
+        if COMPILED_REGION_MESSAGE in str(err):
+            raise CompiledRegionError(str(err)) from err
+        raise
+
+
+class CompiledRegionError(RuntimeError):
+    """stance_magic was asked to change the stance inside a compiled region."""
+
+    def __init__(self, torch_message: str) -> None:
+        super().__init__(
+            f"{torch_message}: the stance cannot change inside a function that "
+            "torch.compile is tracing or running; change it before calling the "
+            "compiled function (for example with %%stance on the cell that calls it)"
+        )
+
+
+def reset_compiled_code() -> None:
+    """Forget all compiled code (``torch.compiler.reset()``)."""
+    require_torch()
+    import torch
+
+    torch.compiler.reset()
+
+
+# --------------------------------------------------------------------------
+# The recorder: compile records, cache lookups, guard check cost, counters
+# --------------------------------------------------------------------------
+
+#: Per-entry guard checks are timed this many times at compile time (median).
+GUARD_TIMING_REPEATS = 15
+
+
+@dataclass
+class Window:
+    """What the recorder saw between :meth:`Recorder.start` and ``stop``."""
+
+    records: list[Any] = field(default_factory=list)
+    hits: int = 0
+    misses: int = 0
+    cold_compiles: int = 0
+    graph_breaks: dict[str, int] = field(default_factory=dict)
+    entry_costs_s: dict[str, float] = field(default_factory=dict)
+    known_costs_s: dict[str, float] = field(default_factory=dict)
+
+
+class Recorder:
+    """Installs the hooks that measure torch.compile, once per extension.
+
+    * a guard-complete hook counts cache hits and misses (torch calls it
+      after every cache lookup; the first call into an empty cache does not
+      look up, so a compile not preceded by a miss is counted as a cold miss);
+    * compile start/end callbacks mark compile windows;
+    * ``guard_manager_testing_hook_fn`` times each new cache entry's guard
+      check warm, at compile time;
+    * the compilation-metrics deque is widened while a window is open, so a
+      cell with more than 64 compiles keeps all of its records.
+
+    Hooks chain to whatever was installed before and are removed on
+    :meth:`uninstall`, leaving torch as it was.
+    """
+
+    def __init__(self) -> None:
+        self.installed = False
+        self._prev_guard_hook: Any = None
+        self._prev_testing_hook: Any = None
+        self._open = 0
+        self._hits = 0
+        self._misses = 0
+        self._pending_misses = 0
+        self._cold = 0
+        self._start_len = 0
+        self._saved_limit: int | None = None
+        self._gb_before: dict[str, int] = {}
+        self._window_costs: dict[str, float] = {}
+        #: compile_id -> warm guard check seconds, for entries alive now
+        self.entry_costs_s: dict[str, float] = {}
+
+    # -- installation -----------------------------------------------------
+    def install(self) -> None:
+        if self.installed:
+            return
+        require_torch()
+        import torch._dynamo.guards as guards
+        from torch._C._dynamo import eval_frame as c_eval_frame
+
+        if not hasattr(c_eval_frame, "set_guard_complete_hook"):
+            raise TorchSupportError(
+                f"torch {_torch_str()} has no set_guard_complete_hook; "
+                "cache hits cannot be counted"
+            )
+        self._prev_guard_hook = c_eval_frame.set_guard_complete_hook(self._guard_hook)
+        self._prev_testing_hook = getattr(guards, "guard_manager_testing_hook_fn", None)
+        guards.guard_manager_testing_hook_fn = self._testing_hook
+        self._register_callbacks()
+        self.installed = True
+
+    def _register_callbacks(self) -> None:
+        from torch._dynamo.callback import callback_handler
+
+        if self._on_start not in callback_handler.start_callbacks:
+            callback_handler.register_start_callback(self._on_start)
+        if self._on_end not in callback_handler.end_callbacks:
+            callback_handler.register_end_callback(self._on_end)
+
+    def ensure_installed(self) -> None:
+        """Re-register what ``torch.compiler.reset()`` cleared."""
+        if not self.installed:
+            self.install()
+            return
+        from torch._dynamo.callback import callback_handler
+
+        if self._on_start not in callback_handler.start_callbacks:
+            # torch._dynamo.reset() clears the callbacks and restarts compile
+            # ids at 0/0: the entries we timed are gone too.
+            self.entry_costs_s.clear()
+            self._register_callbacks()
+
+    def uninstall(self) -> None:
+        if not self.installed:
+            return
+        import torch._dynamo.guards as guards
+        from torch._C._dynamo import eval_frame as c_eval_frame
+        from torch._dynamo.callback import callback_handler
+
+        c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
+        if guards.guard_manager_testing_hook_fn is self._testing_hook:
+            guards.guard_manager_testing_hook_fn = self._prev_testing_hook
+        for lst, fn in (
+            (callback_handler.start_callbacks, self._on_start),
+            (callback_handler.end_callbacks, self._on_end),
+        ):
+            while fn in lst:
+                lst.remove(fn)
+        self.installed = False
+
+    # -- hooks (hot path: keep them tiny) ---------------------------------
+    def _guard_hook(self, cache_hit: bool) -> bool:
+        if cache_hit:
+            self._hits += 1
+        else:
+            self._misses += 1
+            self._pending_misses += 1
+        prev = self._prev_guard_hook
+        if prev is not None:
+            return prev(cache_hit)
+        return cache_hit
+
+    def _on_start(self, args: Any) -> None:
+        trigger = getattr(getattr(args, "callback_trigger", None), "name", "DYNAMO")
+        if trigger != "DYNAMO":
+            return
+        if self._pending_misses:
+            self._pending_misses -= 1
+        else:
+            self._cold += 1
+
+    def _on_end(self, args: Any) -> None:
+        pass
+
+    def _testing_hook(self, guard_manager: Any, local_scope: Any, builder: Any) -> None:
+        prev = self._prev_testing_hook
+        if prev is not None:
+            prev(guard_manager, local_scope, builder)
+        try:
+            from torch._guards import CompileContext
+
+            cid = str(CompileContext.current_compile_id())
+            check = guard_manager.check
+            samples = []
+            clock = time.perf_counter
+            for _ in range(GUARD_TIMING_REPEATS):
+                t0 = clock()
+                check(local_scope)
+                samples.append(clock() - t0)
+            samples.sort()
+            cost = samples[len(samples) // 2]
+        except Exception:  # noqa: BLE001 - timing must never break a compile
+            return
+        self.entry_costs_s[cid] = cost
+        if self._open:
+            self._window_costs[cid] = cost
+
+    # -- windows ----------------------------------------------------------
+    def start(self) -> None:
+        """Open a measuring window (windows nest: the outer one counts)."""
+        self.ensure_installed()
+        self._open += 1
+        if self._open > 1:
+            return
+        from torch._dynamo import utils
+
+        self._hits = self._misses = self._pending_misses = self._cold = 0
+        self._window_costs = {}
+        dq = utils._compilation_metrics
+        self._saved_limit = dq.maxlen
+        # Widen the deque so no record of this window is dropped.
+        utils.set_compilation_metrics_limit(len(dq) + 1_000_000)
+        self._start_len = len(utils._compilation_metrics)
+        self._gb_before = dict(utils.counters.get("graph_break", {}))
+
+    def stop(self) -> Window:
+        """Close the window and return what it saw."""
+        self._open -= 1
+        if self._open > 0:
+            return Window()
+        from torch._dynamo import utils
+
+        dq = utils._compilation_metrics
+        records = list(dq)[self._start_len :] if len(dq) >= self._start_len else list(dq)
+        if self._saved_limit is not None:
+            utils.set_compilation_metrics_limit(self._saved_limit)
+        gb_now = utils.counters.get("graph_break", {})
+        breaks = {
+            reason: n - self._gb_before.get(reason, 0)
+            for reason, n in gb_now.items()
+            if n - self._gb_before.get(reason, 0) > 0
+        }
+        return Window(
+            records=records,
+            hits=self._hits,
+            misses=self._misses,
+            cold_compiles=self._cold,
+            graph_breaks=breaks,
+            entry_costs_s=dict(self._window_costs),
+            known_costs_s=dict(self.entry_costs_s),
+        )
+
+    @property
+    def open(self) -> bool:
+        return self._open > 0
+
+
+def record_phases(rec: Any) -> dict[str, float]:
+    """Exclusive compile phases of one CompilationMetrics record, in seconds.
+
+    torch's cumulative fields nest (Dynamo contains AOTAutograd contains
+    Inductor contains code generation); they are unnested here so that the
+    phases add up to the record's total. ``backend`` is Inductor's own time
+    without code generation, or the whole backend call for a backend that
+    does not go through AOTAutograd (``eager``, a user's callable).
+    """
+
+    def us(name: str) -> float:
+        v = getattr(rec, name, None)
+        return (v or 0) / 1e6
+
+    total = record_total_s(rec)
+    inductor = us("inductor_cumulative_compile_time_us")
+    codegen = min(us("inductor_code_gen_cumulative_compile_time_us"), inductor)
+    if getattr(rec, "is_forward", True) is False:
+        # A lazily compiled backward graph: AOTAutograd (and Inductor under it).
+        dynamo, aot, backend = 0.0, total - inductor, inductor - codegen
+    else:
+        dynamo_total = min(us("dynamo_cumulative_compile_time_us") or total, total)
+        aot_total = us("aot_autograd_cumulative_compile_time_us")
+        if aot_total:
+            backend_total = min(aot_total, dynamo_total)
+            aot = backend_total - inductor
+            backend = inductor - codegen
+        else:
+            backend_total = min(getattr(rec, "backend_compile_time_s", None) or 0.0, dynamo_total)
+            aot = 0.0
+            backend = backend_total - codegen
+        dynamo = dynamo_total - backend_total
+    parts = {
+        "dynamo": max(dynamo, 0.0),
+        "aot_autograd": max(aot, 0.0),
+        "backend": max(backend, 0.0),
+        "codegen": max(codegen, 0.0),
+    }
+    parts["other"] = max(total - sum(parts.values()), 0.0)
+    return parts
+
+
+def record_total_s(rec: Any) -> float:
+    """Wall seconds torch attributes to one compile record."""
+    v = getattr(rec, "entire_frame_compile_time_s", None)
+    if v is None:
+        d = getattr(rec, "duration_us", None)
+        v = (d or 0) / 1e6
+    return float(v)
+
+
+def is_frame_compile(rec: Any) -> bool:
+    """A Dynamo frame compile (not a lazy backward nor a runtime record)."""
+    return (
+        getattr(rec, "is_forward", True) is not False
+        and not getattr(rec, "is_runtime", False)
+        and getattr(rec, "co_name", None) is not None
+    )
+
+
+def is_backward_compile(rec: Any) -> bool:
+    return getattr(rec, "is_forward", True) is False and not getattr(rec, "is_runtime", False)
+
+
+def cache_entries(fn: Callable[..., Any]) -> list[Any]:
+    """Cache entries of a function (pass the original, not the compiled wrapper)."""
+    require_torch()
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    code = getattr(fn, "__code__", fn)
+    return list(_debug_get_cache_entry_list(code))
+
+
+def profiler_cache_lookup_events() -> str:
+    """Name of the profiler event that times a Dynamo cache lookup."""
+    return "TorchDynamo Cache Lookup"
+
+
+def torch_is_imported() -> bool:
+    return "torch" in sys.modules
+
+
+def resume_location(co_name: str | None) -> str | None:
+    """``f at line 14`` from a resume function name, else None."""
+    if not co_name:
+        return None
+    m = re.match(r"torch_dynamo_resume_in_(.+)_at_(\d+)$", co_name)
+    return f"{m.group(1)}, line {m.group(2)}" if m else None
+
+
+def deque_limit() -> int | None:
+    from torch._dynamo import utils
+
+    return utils._compilation_metrics.maxlen
+

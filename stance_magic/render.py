@@ -1,0 +1,200 @@
+"""Text and HTML views of reports and the history. Every user string is escaped."""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Iterable
+
+from .report import PHASE_LABELS, PHASES, CellReport, first_line
+
+
+def fmt_s(s: float | None) -> str:
+    """Seconds, readable: 1.23 s, 45.6 ms, 789 µs."""
+    if s is None:
+        return "n/a"
+    a = abs(s)
+    if a >= 1:
+        return f"{s:.2f} s"
+    if a >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    if a >= 1e-6 or a == 0:
+        return f"{s * 1e6:.0f} µs" if a >= 1e-5 or a == 0 else f"{s * 1e6:.1f} µs"
+    return f"{s * 1e9:.0f} ns"
+
+
+def _stance_line(rep: CellReport) -> str:
+    bits = [rep.stance]
+    if rep.backend:
+        bits.append(f"backend={rep.backend}")
+    if rep.skip_guard_eval_unsafe:
+        bits.append("skip_guard_eval_unsafe")
+    return ", ".join(bits)
+
+
+def _breakdown(rep: CellReport) -> str:
+    parts = [
+        f"{PHASE_LABELS[p]} {fmt_s(rep.compile_breakdown.get(p, 0.0))}"
+        for p in PHASES
+        if rep.compile_breakdown.get(p, 0.0) > 0
+    ]
+    return ", ".join(parts)
+
+
+def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
+    """(label, value, detail lines) for each row of a cell report."""
+    rows: list[tuple[str, str, list[str]]] = []
+    rows.append(("stance", _stance_line(rep), []))
+    rows.append(("wall time", fmt_s(rep.wall_s), []))
+    comp = fmt_s(rep.compile_s)
+    if rep.compile_s:
+        comp += f"  ({_breakdown(rep)})"
+    rows.append(("compile time", comp, []))
+    n = f"{rep.compiles} frame{'s' if rep.compiles != 1 else ''}"
+    if rep.backward_compiles:
+        n += f" + {rep.backward_compiles} backward graph{'s' if rep.backward_compiles != 1 else ''}"
+    rows.append(("compiles", n, [f"{f.where}: {fmt_s(f.seconds)}" for f in rep.frames]))
+    rows.append(
+        (
+            "recompiles",
+            str(len(rep.recompiles)),
+            [f"{r.where}: {r.reason}" for r in rep.recompile_details],
+        )
+    )
+    nb = sum(g.count for g in rep.graph_break_details)
+    rows.append(
+        (
+            "graph breaks",
+            str(nb),
+            [f"{g.count}× {g.summary}" for g in rep.graph_break_details],
+        )
+    )
+    rows.append(("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", []))
+    guard = f"{rep.guard_count} guards compiled"
+    if rep.guard_s is not None:
+        guard += f"; evaluation {fmt_s(rep.guard_s)}"
+        if rep.guard_per_call_s is not None:
+            guard += f" ({fmt_s(rep.guard_per_call_s)} per lookup)"
+    rows.append(("guards", guard, [rep.guard_method] if rep.guard_method else []))
+    if rep.stance == "eager_on_recompile" or rep.eager_fallbacks:
+        rows.append(("eager fallbacks", str(rep.eager_fallbacks), []))
+    if rep.stance == "fail_on_recompile" or rep.refused_recompiles:
+        rows.append(("refused recompiles", str(rep.refused_recompiles), []))
+    if rep.eager_s is not None:
+        rows.append(("eager (steady)", fmt_s(rep.eager_s), []))
+        rows.append(("compiled (steady)", fmt_s(rep.compiled_s), []))
+        rows.append(("speedup", f"{rep.speedup:.2f}×" if rep.speedup else "n/a", []))
+        be = (
+            "never (compiled is not faster)"
+            if rep.break_even_calls is None
+            else f"{rep.break_even_calls} runs"
+        )
+        rows.append(("break-even", be, []))
+    if rep.error:
+        rows.append(("error", rep.error, []))
+    return rows
+
+
+def report_text(rep: CellReport) -> str:
+    title = f"stance_magic report, cell {rep.index}" if rep.index else "stance_magic report"
+    rows = report_rows(rep)
+    width = max(len(r[0]) for r in rows)
+    out = [title]
+    for label, value, details in rows:
+        out.append(f"  {label:<{width}}  {value}")
+        for d in details:
+            out.append(f"  {'':<{width}}    - {d}")
+    for note in rep.notes:
+        out.append(f"  note: {note}")
+    return "\n".join(out)
+
+
+CSS = (
+    "<style>.sm-report{border-collapse:collapse;font-size:12px;margin:4px 0}"
+    ".sm-report td,.sm-report th{padding:2px 8px;text-align:left;vertical-align:top;"
+    "border-bottom:1px solid #e0e0e0}.sm-report th{font-weight:600;white-space:nowrap}"
+    ".sm-report ul{margin:0;padding-left:16px}.sm-report caption{text-align:left;"
+    "font-weight:600;padding-bottom:2px}.sm-err{color:#b00020}</style>"
+)
+
+
+def report_html(rep: CellReport) -> str:
+    e = html.escape
+    title = f"stance_magic · cell {rep.index}" if rep.index else "stance_magic"
+    rows = []
+    for label, value, details in report_rows(rep):
+        cls = ' class="sm-err"' if label == "error" else ""
+        det = ""
+        if details:
+            det = "<ul>" + "".join(f"<li>{e(d)}</li>" for d in details) + "</ul>"
+        rows.append(f"<tr><th>{e(label)}</th><td{cls}>{e(value)}{det}</td></tr>")
+    notes = "".join(f"<tr><td colspan=2><i>{e(n)}</i></td></tr>" for n in rep.notes)
+    return (
+        f'{CSS}<table class="sm-report"><caption>{e(title)}</caption>'
+        + "".join(rows)
+        + notes
+        + "</table>"
+    )
+
+
+HISTORY_COLUMNS = (
+    ("cell", "cell"),
+    ("label", "code"),
+    ("stance", "stance"),
+    ("wall_s", "wall"),
+    ("compile_s", "compile"),
+    ("compiles", "compiles"),
+    ("recompiles", "recompiles"),
+    ("graph_breaks", "breaks"),
+    ("cache_hits", "hits"),
+    ("cache_misses", "misses"),
+    ("guard_s", "guards"),
+    ("error", "error"),
+)
+
+
+def _cell(key: str, v: Any) -> str:
+    if key.endswith("_s"):
+        return fmt_s(v)
+    return "" if v is None else str(v)
+
+
+def history_text(reports: Iterable[CellReport]) -> str:
+    rows = [r.summary_row() for r in reports]
+    if not rows:
+        return "stance_magic history: no measured cells yet"
+    head = [h for _, h in HISTORY_COLUMNS]
+    body = [[_cell(k, r[k]) for k, _ in HISTORY_COLUMNS] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    line = "  ".join(h.ljust(w) for h, w in zip(head, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
+    return "\n".join(out)
+
+
+def history_html(reports: Iterable[CellReport]) -> str:
+    e = html.escape
+    rows = [r.summary_row() for r in reports]
+    if not rows:
+        return "<p>stance_magic history: no measured cells yet</p>"
+    head = "".join(f"<th>{e(h)}</th>" for _, h in HISTORY_COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{e(_cell(k, r[k]))}</td>" for k, _ in HISTORY_COLUMNS) + "</tr>"
+        for r in rows
+    )
+    return f'{CSS}<table class="sm-report"><tr>{head}</tr>{body}</table>'
+
+
+class History(list):
+    """The session's reports, oldest first, that display as a table."""
+
+    def __str__(self) -> str:
+        return history_text(self)
+
+    def _repr_html_(self) -> str:
+        return history_html(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+
+__all__ = ["History", "fmt_s", "first_line", "history_html", "history_text", "report_html"]
