@@ -29,7 +29,10 @@ def unload(ipython: Any) -> None:
     if state is None:
         return
     magics = state["magics"]
-    for event, fn in (("pre_run_cell", magics.pre_run_cell), ("post_run_cell", magics.post_run_cell)):
+    for event, fn in (
+        ("pre_run_cell", magics.pre_run_cell),
+        ("post_run_cell", magics.post_run_cell),
+    ):
         try:
             ipython.events.unregister(event, fn)
         except ValueError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import time
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
@@ -100,7 +101,7 @@ def supported_stances() -> tuple[str, ...]:
 
 def _did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def resolve_backend(
@@ -118,6 +119,8 @@ def resolve_backend(
     names = probe.list_backends()
     if backend in names:
         return backend
+    # Test-only and minifier backends are valid but not worth offering.
+    offered = [n for n in names if "TESTING_ONLY" not in n and "minifier" not in n]
     if namespace is not None and backend in namespace:
         obj = namespace[backend]
         if callable(obj):
@@ -126,10 +129,12 @@ def resolve_backend(
     user = sorted(
         k
         for k, v in (namespace or {}).items()
-        if callable(v) and not k.startswith("_") and not isinstance(v, type)
+        if isinstance(v, types.FunctionType) and not k.startswith("_")
     )
-    offer = ", ".join(names)
-    msg = f"unknown backend {backend!r}{_did_you_mean(backend, names)} torch has: {offer}"
+    msg = (
+        f"unknown backend {backend!r}{_did_you_mean(backend, offered)}"
+        f"; torch has: {', '.join(offered)}"
+    )
     if namespace is not None:
         msg += "; or name a callable from your namespace" + (
             f" ({', '.join(user[:8])}{', ...' if len(user) > 8 else ''})" if user else ""
@@ -168,7 +173,7 @@ def make_stance(
             raise StanceError(hint)
         raise StanceError(
             f"unknown stance {name!r}{_did_you_mean(name, supported)}"
-            f" (this torch has: {', '.join(supported)})"
+            f"; this torch has: {', '.join(supported)}"
         )
     if backend is not None and name != "default":
         raise StanceError(
@@ -233,7 +238,7 @@ class Engine:
         for fn in list(self._listeners):
             try:
                 fn(event, value)
-            except Exception:  # noqa: BLE001 - a broken view must not break a cell
+            except Exception:
                 import traceback
 
                 traceback.print_exc()

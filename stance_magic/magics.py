@@ -150,6 +150,11 @@ class StanceMagics(Magics):
         except (StanceError, TorchSupportError, CompiledRegionError) as err:
             raise UsageError(str(err)) from None
 
+    def _namespace(self) -> dict[str, Any]:
+        """The user's names (not IPython's own), for -b NAME look-ups."""
+        hidden = self.shell.user_ns_hidden
+        return {k: v for k, v in self.shell.user_ns.items() if k not in hidden}
+
     # -- line forms -----------------------------------------------------------
     def _line(self, args: Any) -> Any:
         words = args.words
@@ -162,7 +167,7 @@ class StanceMagics(Magics):
         if not words:
             if args.skip_guard_eval_unsafe or args.backend:
                 stance = make_stance(
-                    None, args.skip_guard_eval_unsafe, args.backend, self.shell.user_ns
+                    None, args.skip_guard_eval_unsafe, args.backend, self._namespace()
                 )
                 return self._set_session(stance, args.quiet)
             s = self.engine.session
@@ -173,7 +178,7 @@ class StanceMagics(Magics):
             return None
         if len(words) > 1:
             raise UsageError(f"%stance: unexpected word {words[1]!r} after the stance")
-        stance = make_stance(words[0], args.skip_guard_eval_unsafe, args.backend, self.shell.user_ns)
+        stance = make_stance(words[0], args.skip_guard_eval_unsafe, args.backend, self._namespace())
         return self._set_session(stance, args.quiet)
 
     def _set_session(self, stance: Stance, quiet: bool) -> None:
@@ -197,7 +202,12 @@ class StanceMagics(Magics):
             raise UsageError("usage: %stance watch on|off")
         self.engine.set_watch(rest[0] == "on")
         if not args.quiet:
-            print(f"watch {rest[0]}: " + ("every cell that compiles gets a report" if rest[0] == "on" else "only %%stance cells are reported"))
+            what = (
+                "every cell that compiles gets a report"
+                if rest[0] == "on"
+                else "only %%stance cells are reported"
+            )
+            print(f"watch {rest[0]}: {what}")
 
     def _cmd_history(self, args: Any, rest: list[str]) -> Any:
         from . import export
@@ -259,7 +269,7 @@ class StanceMagics(Magics):
             raise UsageError("--repeat needs a count of 1 or more")
         if args.sweep is not None and (words or args.compare):
             raise UsageError("--sweep runs every stance; give no STANCE and no --compare")
-        ns = self.shell.user_ns
+        ns = self._namespace()
         if args.sweep is not None:
             names = [n.strip() for n in args.sweep.split(",") if n.strip()] or list(
                 supported_stances()

@@ -263,8 +263,7 @@ class Recorder:
 
         if not hasattr(c_eval_frame, "set_guard_complete_hook"):
             raise TorchSupportError(
-                f"torch {_torch_str()} has no set_guard_complete_hook; "
-                "cache hits cannot be counted"
+                f"torch {_torch_str()} has no set_guard_complete_hook; cache hits cannot be counted"
             )
         self._prev_guard_hook = c_eval_frame.set_guard_complete_hook(self._guard_hook)
         self._prev_testing_hook = getattr(guards, "guard_manager_testing_hook_fn", None)
@@ -301,7 +300,7 @@ class Recorder:
         from torch._dynamo.callback import callback_handler
 
         c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
-        if guards.guard_manager_testing_hook_fn is self._testing_hook:
+        if guards.guard_manager_testing_hook_fn == self._testing_hook:
             guards.guard_manager_testing_hook_fn = self._prev_testing_hook
         for lst, fn in (
             (callback_handler.start_callbacks, self._on_start),
@@ -352,7 +351,7 @@ class Recorder:
                 samples.append(clock() - t0)
             samples.sort()
             cost = samples[len(samples) // 2]
-        except Exception:  # noqa: BLE001 - timing must never break a compile
+        except Exception:
             return
         self.entry_costs_s[cid] = cost
         if self._open:
@@ -502,4 +501,3 @@ def deque_limit() -> int | None:
     from torch._dynamo import utils
 
     return utils._compilation_metrics.maxlen
-

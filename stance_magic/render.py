@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from .report import PHASE_LABELS, PHASES, CellReport, first_line
 
@@ -158,30 +158,40 @@ def _cell(key: str, v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def history_text(reports: Iterable[CellReport]) -> str:
-    rows = [r.summary_row() for r in reports]
-    if not rows:
-        return "stance_magic history: no measured cells yet"
-    head = [h for _, h in HISTORY_COLUMNS]
-    body = [[_cell(k, r[k]) for k, _ in HISTORY_COLUMNS] for r in rows]
+def text_table(head: Sequence[str], body: Sequence[Sequence[str]], indent: str = "") -> str:
+    """Columns padded to their widest cell, a rule under the header."""
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    line = "  ".join(h.ljust(w) for h, w in zip(head, widths))
-    out = [line, "  ".join("-" * w for w in widths)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip()]
+    out.append("  ".join("-" * w for w in widths))
     out += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
-    return "\n".join(out)
+    return "\n".join(indent + line for line in out)
+
+
+def html_table(head: Sequence[str], body: Sequence[Sequence[str]], caption: str = "") -> str:
+    """An escaped HTML table with the report style."""
+    e = html.escape
+    cap = f"<caption>{e(caption)}</caption>" if caption else ""
+    th = "".join(f"<th>{e(h)}</th>" for h in head)
+    rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in body)
+    return f'{CSS}<table class="sm-report">{cap}<tr>{th}</tr>{rows}</table>'
+
+
+def _history_body(reports: Iterable[CellReport]) -> list[list[str]]:
+    return [[_cell(k, r.summary_row()[k]) for k, _ in HISTORY_COLUMNS] for r in reports]
+
+
+def history_text(reports: Iterable[CellReport]) -> str:
+    body = _history_body(reports)
+    if not body:
+        return "stance_magic history: no measured cells yet"
+    return text_table([h for _, h in HISTORY_COLUMNS], body)
 
 
 def history_html(reports: Iterable[CellReport]) -> str:
-    e = html.escape
-    rows = [r.summary_row() for r in reports]
-    if not rows:
+    body = _history_body(reports)
+    if not body:
         return "<p>stance_magic history: no measured cells yet</p>"
-    head = "".join(f"<th>{e(h)}</th>" for _, h in HISTORY_COLUMNS)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{e(_cell(k, r[k]))}</td>" for k, _ in HISTORY_COLUMNS) + "</tr>"
-        for r in rows
-    )
-    return f'{CSS}<table class="sm-report"><tr>{head}</tr>{body}</table>'
+    return html_table([h for _, h in HISTORY_COLUMNS], body)
 
 
 class History(list):
@@ -197,4 +207,9 @@ class History(list):
         p.text(str(self))
 
 
-__all__ = ["History", "fmt_s", "first_line", "history_html", "history_text", "report_html"]
+__all__ = ["History", "first_line", "fmt_s", "history_html", "history_text", "report_html"]
+
+
+def advice_html(lines: Iterable[str]) -> str:
+    items = "".join(f"<li>{html.escape(a)}</li>" for a in lines)
+    return f'<ul class="sm-advice" style="margin:2px 0 6px;font-size:12px">{items}</ul>'

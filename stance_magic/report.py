@@ -141,6 +141,18 @@ class CellReport:
             "error": self.error or "",
         }
 
+    def advice(self) -> list[str]:
+        """At most three hints drawn from this report's numbers."""
+        from .advice import advise
+
+        return advise(self)
+
+    def figure(self) -> Any:
+        """Compile, guard evaluation and execution as a stacked bar."""
+        from .plots import report_figure
+
+        return report_figure(self)
+
     # Rendering is delegated so the data class stays plain.
     def __str__(self) -> str:
         from .render import report_text
@@ -269,7 +281,7 @@ def build_report(
         rep.guard_per_call_s = per
         rep.guard_s = per * lookups
         rep.guard_method = (
-            f"estimate: {lookups} cache lookups × {per * 1e6:.2f} µs, the median warm "
+            f"estimate: {lookups} cache lookup{'s' if lookups != 1 else ''} × {per * 1e6:.2f} µs, the median warm "
             f"guard check of {len(costs)} cached entr{'y' if len(costs) == 1 else 'ies'} "
             "(timed when each was compiled)"
         )

@@ -1,0 +1,100 @@
+"""At most three one-line hints per cell, each from a number measured in it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .render import fmt_s
+
+MAX_HINTS = 3
+#: Guard evaluation above this share of the steady-state time earns a hint.
+GUARD_SHARE = 0.10
+
+_SIZE = re.compile(r"size mismatch|rank mismatch|stride mismatch|size\(\)", re.I)
+
+
+def _size_recompiles(rep: Any) -> list[str]:
+    return [r for r in rep.recompiles if _SIZE.search(r)]
+
+
+def advise(rep: Any, compare: Any = None) -> list[str]:
+    """Hints for one report (and its --compare result), most useful first."""
+    hints: list[str] = []
+    sized = _size_recompiles(rep)
+    if sized and rep.stance not in ("eager_then_compile", "aot_eager_then_compile"):
+        hints.append(
+            f"{len(sized)} recompile{'s' if len(sized) != 1 else ''} from changing shapes "
+            f"({sized[0]}): try %%stance eager_then_compile, or "
+            "torch._dynamo.mark_dynamic on the changing dimension"
+        )
+    if compare is not None and rep.guard_per_call_s and rep.compiled_s:
+        runs = max(len(compare.compiled_runs), 1)
+        lookups_per_run = (rep.cache_hits + rep.cache_misses) / runs
+        guard_run = rep.guard_per_call_s * lookups_per_run
+        share = guard_run / rep.compiled_s
+        if share >= GUARD_SHARE and not rep.recompiles and not rep.skip_guard_eval_unsafe:
+            hints.append(
+                f"guard evaluation is {share:.0%} of the steady-state run "
+                f"({fmt_s(guard_run)} of {fmt_s(rep.compiled_s)}): -u "
+                "(skip_guard_eval_unsafe) may help, but only once no further "
+                "recompiles are needed; otherwise results are silently wrong"
+            )
+    elif (
+        compare is None
+        and rep.guard_s
+        and rep.wall_s
+        and rep.guard_s / rep.wall_s >= GUARD_SHARE
+        and not rep.compiles
+        and not rep.skip_guard_eval_unsafe
+    ):
+        hints.append(
+            f"guard evaluation is {rep.guard_s / rep.wall_s:.0%} of this cell "
+            f"({fmt_s(rep.guard_s)} of {fmt_s(rep.wall_s)}): -u (skip_guard_eval_unsafe) "
+            "may help once warmed up, with its risk of silently wrong results"
+        )
+    if compare is not None:
+        runs = len(compare.compiled_runs)
+        if rep.break_even_calls is None:
+            hints.append(
+                f"compiled ({fmt_s(rep.compiled_s)}) is not faster than eager "
+                f"({fmt_s(rep.eager_s)}) here: compiling this cell does not pay off"
+            )
+        elif rep.break_even_calls > runs:
+            hints.append(
+                f"compile time ({fmt_s(rep.compile_s)}) is paid back after "
+                f"{rep.break_even_calls} runs at a {rep.speedup:.2f}× speedup; "
+                f"this cell ran {runs}"
+            )
+    if rep.graph_break_details:
+        top = max(rep.graph_break_details, key=lambda g: g.count)
+        n = sum(g.count for g in rep.graph_break_details)
+        hints.append(f"{n} graph break{'s' if n != 1 else ''}; top reason: {top.summary}")
+    if (
+        rep.stance == "default"
+        and not rep.compiles
+        and not rep.cache_misses
+        and rep.cache_hits
+        and not rep.error
+    ):
+        hints.append(
+            f"all {rep.cache_hits} calls were served by compiled code without a compile: "
+            "warm-up looks done; %stance fail_on_recompile turns a surprise recompile into an error"
+        )
+    return hints[:MAX_HINTS]
+
+
+def advise_sweep(result: Any) -> list[str]:
+    """Hints for a sweep: the fastest stance and what each costs relative to it."""
+    ok = [r for r in result.reports if not r.error]
+    if len(ok) < 2:
+        return []
+    best = min(ok, key=lambda r: r.wall_s)
+    hints = [
+        f"fastest from cold caches here: {best.stance} ({fmt_s(best.wall_s)}, "
+        f"{best.compiles} compiles)"
+    ]
+    most = max(ok, key=lambda r: len(r.recompiles))
+    if most.recompiles:
+        hints.append(f"{most.stance} recompiled {len(most.recompiles)}×: {most.recompiles[0]}")
+    return hints[:MAX_HINTS]

@@ -1,0 +1,254 @@
+"""``--compare`` (a stance against eager) and ``--sweep`` (every stance from cold)."""
+
+from __future__ import annotations
+
+import html
+import math
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .engine import Engine, Stance
+from .render import fmt_s, html_table, text_table
+from .report import CellReport, error_line
+
+#: Spread above which a steady-state figure is flagged as not to be trusted:
+#: interquartile range over median (torch.utils.benchmark flags 10 %), or
+#: slowest over fastest run (%timeit warns at 4x).
+IQR_LIMIT = 0.10
+RATIO_LIMIT = 4.0
+
+
+@dataclass
+class Steady:
+    """Steady-state timing of repeated runs: warm-up (the first run) excluded."""
+
+    runs: list[float]
+    median: float
+    low: float
+    high: float
+    iqr: float
+    n: int
+    warning: str | None = None
+
+    @classmethod
+    def of(cls, runs: Sequence[float], what: str) -> Steady:
+        runs = list(runs)
+        steady = runs[1:] if len(runs) > 1 else runs
+        med = statistics.median(steady)
+        if len(steady) >= 4:
+            q = statistics.quantiles(steady, n=4)
+            iqr = q[2] - q[0]
+        else:
+            iqr = max(steady) - min(steady)
+        warning = None
+        if len(runs) == 1:
+            warning = f"{what}: one run only, no warm-up excluded (use --repeat 5 or more)"
+        elif len(steady) >= 4 and med > 0 and iqr / med > IQR_LIMIT:
+            warning = (
+                f"{what}: spread too wide to trust (IQR {iqr / med:.0%} of the median "
+                f"over {len(steady)} runs)"
+            )
+        elif min(steady) > 0 and max(steady) / min(steady) > RATIO_LIMIT:
+            warning = f"{what}: the slowest run took {max(steady) / min(steady):.1f}× the fastest"
+        return cls(steady, med, min(steady), max(steady), iqr, len(steady), warning)
+
+
+def _announce(msg: str) -> None:
+    print(f"stance_magic: {msg}", file=sys.stderr)
+
+
+@dataclass
+class CompareResult:
+    """The cell under ``force_eager`` and under a stance, side by side."""
+
+    report: CellReport
+    eager_runs: list[float]
+    compiled_runs: list[float]
+    eager_steady: Steady
+    compiled_steady: Steady
+    value: Any = None
+    warnings: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [str(self.report)]
+        lines.append(
+            "  runs: eager "
+            + ", ".join(fmt_s(t) for t in self.eager_runs)
+            + " | compiled "
+            + ", ".join(fmt_s(t) for t in self.compiled_runs)
+        )
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        warn = "".join(f"<p class='sm-err'>{html.escape(w)}</p>" for w in self.warnings)
+        return self.report._repr_html_() + warn
+
+    def figure(self) -> Any:
+        from .plots import compare_figure
+
+        return compare_figure(self)
+
+    def advice(self) -> list[str]:
+        from .advice import advise
+
+        return advise(self.report, compare=self)
+
+
+def break_even(first_compiled: float, compiled: float, eager: float) -> int | None:
+    """Runs after which compiling has paid for itself, or None if it never does.
+
+    After k runs the compiled cell has cost ``first + (k-1)*compiled`` and the
+    eager one ``k*eager``; the smallest k where compiled is no dearer is
+    ``ceil((first - compiled) / (eager - compiled))``.
+    """
+    if eager <= compiled:
+        return None
+    return max(1, math.ceil((first_compiled - compiled) / (eager - compiled)))
+
+
+def _timed(run: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    value = run()
+    return time.perf_counter() - t0, value
+
+
+def compare(
+    engine: Engine,
+    run: Callable[[], Any],
+    stance: Stance,
+    *,
+    repeat: int = 1,
+    source: str = "",
+    announce: bool = True,
+) -> CompareResult:
+    """Run ``run`` ``repeat`` times under force_eager, then under ``stance``.
+
+    The eager runs come first, so the compiled runs see the compiled caches as
+    the cell left them. Exceptions propagate after the stance is restored.
+    """
+    if announce:
+        _announce(
+            f"--compare runs this cell {repeat}× under force_eager, then {repeat}× under "
+            f"{stance}: its side effects repeat"
+        )
+    eager_runs: list[float] = []
+    with engine.applied(Stance("force_eager")):
+        for _ in range(repeat):
+            t, _value = _timed(run)
+            eager_runs.append(t)
+    compiled_runs: list[float] = []
+    value = None
+    with engine.measure(stance, source=source) as rep:
+        for _ in range(repeat):
+            t, value = _timed(run)
+            compiled_runs.append(t)
+    se = Steady.of(eager_runs, "eager")
+    sc = Steady.of(compiled_runs, "compiled")
+    if repeat == 1:
+        # No steady state: take the compiled run without its compile time.
+        sc.median = max(compiled_runs[0] - rep.compile_s, 0.0)
+    rep.runs = {"eager": eager_runs, "compiled": compiled_runs}
+    rep.eager_s = se.median
+    rep.compiled_s = sc.median
+    rep.speedup = se.median / sc.median if sc.median > 0 else None
+    rep.break_even_calls = break_even(compiled_runs[0], sc.median, se.median)
+    warnings = [w for w in (se.warning, sc.warning) if w]
+    if repeat == 1:
+        warnings = [
+            "one run each: steady state estimated as the compiled run minus its compile "
+            "time (use --repeat 5 or more)"
+        ]
+    rep.notes.extend(warnings)
+    return CompareResult(rep, eager_runs, compiled_runs, se, sc, value, warnings)
+
+
+@dataclass
+class SweepResult:
+    """One run of the cell per stance, each from cold compiled caches."""
+
+    reports: list[CellReport]
+
+    def rows(self) -> list[list[str]]:
+        out = []
+        for r in self.reports:
+            out.append(
+                [
+                    str(r.stance) + (" -u" if r.skip_guard_eval_unsafe else ""),
+                    fmt_s(r.wall_s),
+                    fmt_s(r.compile_s),
+                    str(r.compiles),
+                    str(len(r.recompiles)),
+                    f"{r.cache_hits}/{r.cache_misses}",
+                    fmt_s(r.guard_s),
+                    str(r.eager_fallbacks or r.refused_recompiles or ""),
+                    r.error or "",
+                ]
+            )
+        return out
+
+    HEAD = (
+        "stance",
+        "wall",
+        "compile",
+        "compiles",
+        "recompiles",
+        "hits/misses",
+        "guards",
+        "fallbacks/refused",
+        "error",
+    )
+
+    CAPTION = "stance_magic sweep (each stance from cold compiled caches)"
+
+    def __str__(self) -> str:
+        return self.CAPTION + "\n" + text_table(self.HEAD, self.rows(), indent="  ")
+
+    def _repr_html_(self) -> str:
+        return html_table(self.HEAD, self.rows(), caption=self.CAPTION)
+
+    def figure(self) -> Any:
+        from .plots import sweep_figure
+
+        return sweep_figure(self)
+
+    def advice(self) -> list[str]:
+        from .advice import advise_sweep
+
+        return advise_sweep(self)
+
+
+def sweep(
+    engine: Engine,
+    run: Callable[[], Any],
+    stances: Sequence[Stance],
+    *,
+    source: str = "",
+    announce: bool = True,
+) -> SweepResult:
+    """Run the cell once per stance, ``torch.compiler.reset()`` before each.
+
+    A stance whose run raises (fail_on_recompile from cold caches, say) is a
+    result: its report carries the error. KeyboardInterrupt stops the sweep.
+    """
+    if announce:
+        names = ", ".join(str(s) for s in stances)
+        _announce(
+            f"--sweep runs this cell once per stance ({names}), each after "
+            "torch.compiler.reset(): compiled code is forgotten and side effects repeat"
+        )
+    reports = []
+    for st in stances:
+        engine.reset_compiled_code()
+        rep = None
+        try:
+            with engine.measure(st, source=source, label=f"sweep: {st}") as rep:
+                run()
+        except Exception as exc:
+            if rep is not None and rep.error is None:
+                rep.error = error_line(exc)
+        reports.append(rep)
+    return SweepResult([r for r in reports if r is not None])

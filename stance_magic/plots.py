@@ -1,0 +1,243 @@
+"""Charts for reports, comparisons, sweeps and the history.
+
+Object-oriented matplotlib only (:class:`matplotlib.figure.Figure` on the Agg
+canvas): no global pyplot state, nothing shown twice, every figure closed
+after it is rendered. matplotlib is imported when a chart is first drawn.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any, Sequence
+
+#: Width that reads well in a notebook cell (inches at 100 dpi: 760 px).
+WIDTH_IN = 7.6
+DPI = 100
+
+COLORS = {
+    "compile": "#d95f02",
+    "guard": "#7570b3",
+    "run": "#1b9e77",
+    "eager": "#888888",
+}
+
+
+def _figure(height: float = 2.8) -> Any:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI, layout="constrained")
+    return fig
+
+
+def _unit(max_s: float) -> tuple[float, str]:
+    if max_s >= 1:
+        return 1.0, "s"
+    if max_s >= 1e-3:
+        return 1e3, "ms"
+    return 1e6, "µs"
+
+
+def figure_png(fig: Any) -> bytes:
+    """Render a figure to PNG bytes and release it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    fig.clear()
+    return buf.getvalue()
+
+
+def show_figure(fig: Any, text: str | None = None) -> None:
+    """Display a figure once as an inline PNG, with ``text`` as the plain fallback."""
+    from IPython.display import display
+
+    png = figure_png(fig)
+    data: dict[str, Any] = {"image/png": base64.b64encode(png).decode("ascii")}
+    data["text/plain"] = text if text is not None else "<stance_magic chart>"
+    display(data, raw=True)
+
+
+def _stacked(
+    ax: Any, labels: Sequence[str], segments: Sequence[tuple[str, str, Sequence[float]]]
+) -> None:
+    """Horizontal stacked bars: one bar per label, segments (name, color, values)."""
+    left = [0.0] * len(labels)
+    y = list(range(len(labels)))
+    for name, color, values in segments:
+        if not any(values):
+            continue
+        ax.barh(y, values, left=left, color=color, label=name, height=0.6)
+        left = [a + b for a, b in zip(left, values)]
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+
+
+def report_figure(rep: Any) -> Any:
+    """One cell: compile, guard evaluation and execution as a stacked bar
+    (and the eager run beside it when the report has one)."""
+    run = max(rep.wall_s - rep.compile_s - (rep.guard_s or 0.0), 0.0)
+    labels = [f"{rep.stance}"]
+    comp, guard, exe, eager = [rep.compile_s], [rep.guard_s or 0.0], [run], [0.0]
+    if rep.eager_s is not None:
+        labels.insert(0, "force_eager")
+        comp.insert(0, 0.0)
+        guard.insert(0, 0.0)
+        exe.insert(0, 0.0)
+        eager.insert(0, rep.eager_s)
+    scale, unit = _unit(max(rep.wall_s, rep.eager_s or 0.0))
+    fig = _figure(1.2 + 0.45 * len(labels))
+    ax = fig.add_subplot()
+    _stacked(
+        ax,
+        labels,
+        [
+            ("eager run", COLORS["eager"], [v * scale for v in eager]),
+            ("compile", COLORS["compile"], [v * scale for v in comp]),
+            ("guard evaluation", COLORS["guard"], [v * scale for v in guard]),
+            ("execution", COLORS["run"], [v * scale for v in exe]),
+        ],
+    )
+    ax.set_xlabel(f"wall time of the cell ({unit})")
+    ax.set_title(f"cell {rep.index}: where the time went", fontsize=10, loc="left")
+    ax.legend(fontsize=8, loc="lower right", frameon=False)
+    return fig
+
+
+def compare_figure(result: Any) -> Any:
+    """--compare: first run and steady state for eager and the stance."""
+    eager, comp = result.eager_runs, result.compiled_runs
+    first_c = comp[0] if comp else 0.0
+    rep = result.report
+    compile_first = min(rep.compile_s, first_c)
+    labels = ["force_eager", f"{rep.stance}"]
+    scale, unit = _unit(max([*eager, *comp, 1e-9]))
+    fig = _figure(2.9)
+    axes = fig.subplots(1, 2)
+    ax = axes[0]
+    _stacked(
+        ax,
+        labels,
+        [
+            ("eager run", COLORS["eager"], [eager[0] * scale, 0.0]),
+            ("compile", COLORS["compile"], [0.0, compile_first * scale]),
+            ("execution + guards", COLORS["run"], [0.0, (first_c - compile_first) * scale]),
+        ],
+    )
+    ax.set_xlabel(f"first run ({unit})")
+    ax.set_title("first run (compile included)", fontsize=10, loc="left")
+    ax.legend(fontsize=8, loc="lower right", frameon=False)
+    ax = axes[1]
+    se, sc = result.eager_steady, result.compiled_steady
+    sscale, sunit = _unit(max(se.median, sc.median, 1e-9))
+    y = [0, 1]
+    med = [se.median * sscale, sc.median * sscale]
+    err = [
+        [(se.median - se.low) * sscale, (sc.median - sc.low) * sscale],
+        [(se.high - se.median) * sscale, (sc.high - sc.median) * sscale],
+    ]
+    ax.barh(y, med, color=[COLORS["eager"], COLORS["run"]], height=0.6, xerr=err, capsize=3)
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    n = max(se.n, sc.n)
+    ax.set_xlabel(f"steady-state run, median of {n} ({sunit})")
+    ax.set_title("steady state (min–max bars)", fontsize=10, loc="left")
+    return fig
+
+
+def sweep_figure(result: Any) -> Any:
+    """--sweep: one bar per stance, compile / guards / execution stacked."""
+    reps = result.reports
+    labels = [r.stance + (" (error)" if r.error else "") for r in reps]
+    walls = [r.wall_s for r in reps]
+    scale, unit = _unit(max([*walls, 1e-9]))
+    comp = [r.compile_s * scale for r in reps]
+    guard = [(r.guard_s or 0.0) * scale for r in reps]
+    exe = [max(r.wall_s - r.compile_s - (r.guard_s or 0.0), 0.0) * scale for r in reps]
+    fig = _figure(1.0 + 0.42 * len(reps))
+    ax = fig.add_subplot()
+    _stacked(
+        ax,
+        labels,
+        [
+            ("compile", COLORS["compile"], comp),
+            ("guard evaluation", COLORS["guard"], guard),
+            ("execution", COLORS["run"], exe),
+        ],
+    )
+    for i, r in enumerate(reps):
+        ax.text(
+            r.wall_s * scale,
+            i,
+            f" {r.compiles} compiles, {len(r.recompiles)} recompiles",
+            va="center",
+            fontsize=7,
+        )
+    ax.set_xlabel(f"wall time of the cell, from cold caches ({unit})")
+    ax.set_title("one run per stance", fontsize=10, loc="left")
+    ax.legend(fontsize=8, loc="lower right", frameon=False)
+    ax.margins(x=0.25)
+    return fig
+
+
+def history_figure(reports: Sequence[Any]) -> Any:
+    """The session across cells: compile time, guard cost, recompiles, cache hits."""
+    reps = list(reports)
+    fig = _figure(3.4)
+    axes = fig.subplots(2, 1, sharex=True)
+    if not reps:
+        axes[0].text(0.5, 0.5, "no measured cells yet", ha="center", va="center")
+        axes[0].set_axis_off()
+        axes[1].set_axis_off()
+        return fig
+    x = [r.index for r in reps]
+    top = max([r.compile_s for r in reps] + [r.guard_s or 0.0 for r in reps] + [1e-9])
+    scale, unit = _unit(top)
+    ax = axes[0]
+    w = 0.38
+    ax.bar(
+        [i - w / 2 for i in x],
+        [r.compile_s * scale for r in reps],
+        w,
+        color=COLORS["compile"],
+        label="compile time",
+    )
+    ax.bar(
+        [i + w / 2 for i in x],
+        [(r.guard_s or 0.0) * scale for r in reps],
+        w,
+        color=COLORS["guard"],
+        label="guard evaluation",
+    )
+    ax.set_ylabel(f"time ({unit})")
+    ax.legend(fontsize=8, frameon=False, loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.set_title("session history", fontsize=10, loc="left")
+    ax = axes[1]
+    ax.bar(
+        [i - w / 2 for i in x],
+        [len(r.recompiles) for r in reps],
+        w,
+        color="#e7298a",
+        label="recompiles",
+    )
+    ax.bar(
+        [i + w / 2 for i in x],
+        [r.cache_hits for r in reps],
+        w,
+        color=COLORS["run"],
+        label="cache hits",
+    )
+    ax.set_ylabel("count")
+    ax.set_xlabel("measured cell")
+    ax.set_xticks(x, [f"{r.index}\n{r.stance[:14]}" for r in reps], fontsize=7)
+    ax.legend(fontsize=8, frameon=False, loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    return fig

@@ -1,0 +1,54 @@
+"""Shared fixtures: a fresh, real IPython shell per test, torch left as found."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+from traitlets.config import Config
+
+import stance_magic
+from stance_magic.engine import get_engine
+
+
+@pytest.fixture
+def shell():
+    """A new InteractiveShell with stance_magic loaded and every format active."""
+    InteractiveShell.clear_instance()
+    c = Config()
+    c.HistoryAccessor.enabled = False
+    sh = InteractiveShell.instance(config=c)
+    sh.display_formatter.active_types = list(sh.display_formatter.format_types)
+    sh.run_cell("%load_ext stance_magic")
+    yield sh
+    sh.run_cell("%unload_ext stance_magic")
+    torch.compiler.set_stance("default")
+    torch.compiler.reset()
+    get_engine().clear_history()
+    InteractiveShell.clear_instance()
+
+
+def run(sh, code: str):
+    """Run a cell as the user would and capture what they see."""
+    with capture_output() as cap:
+        result = sh.run_cell(code, store_history=True)
+    return result, cap
+
+
+def html_outputs(cap) -> list[str]:
+    return [o.data["text/html"] for o in cap.outputs if "text/html" in o.data]
+
+
+def text_outputs(cap) -> list[str]:
+    return [o.data.get("text/plain", "") for o in cap.outputs]
+
+
+@pytest.fixture(autouse=True)
+def _torch_default():
+    torch.compiler.set_stance("default")
+    yield
+    torch.compiler.set_stance("default")
+
+
+__all__ = ["html_outputs", "run", "stance_magic", "text_outputs"]

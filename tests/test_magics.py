@@ -1,0 +1,302 @@
+"""The %stance / %%stance magics in a real InteractiveShell (issue 2)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import pytest
+import torch
+from torch._dynamo.testing import CompileCounter
+from conftest import run, text_outputs
+
+import stance_magic
+from stance_magic import probe
+
+ALL = probe.supported_stances()
+
+
+def current(sh):
+    return sh.user_ns["stance_magic"].current_stance()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_cell_runs_under_stance_and_restores(shell, name):
+    shell.run_cell("import stance_magic")
+    res, _ = run(shell, f"%%stance {name} -q\ninside = stance_magic.current_stance().name")
+    assert res.success
+    assert shell.user_ns["inside"] == name
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_every_stance_of_this_torch_is_offered():
+    assert set(ALL) >= {
+        "default",
+        "force_eager",
+        "eager_on_recompile",
+        "fail_on_recompile",
+        "eager_then_compile",
+        "aot_eager_then_compile",
+    }
+
+
+def test_force_eager_cell_really_runs_eagerly(shell):
+    cc = CompileCounter()
+    shell.user_ns.update(torch=torch, f=torch.compile(lambda x: x * 2, backend=cc))
+    run(shell, "%%stance force_eager -q\nf(torch.ones(2))")
+    assert cc.frame_count == 0
+    run(shell, "%%stance default -q\nf(torch.ones(2))")
+    assert cc.frame_count == 1
+
+
+def test_line_magic_sets_session_for_following_cells(shell):
+    res, cap = run(shell, "%stance force_eager")
+    assert res.success and "session stance: force_eager (was: default)" in cap.stdout
+    shell.run_cell("import stance_magic\nname = stance_magic.current_stance().name")
+    assert shell.user_ns["name"] == "force_eager"
+    _, cap = run(shell, "%stance")
+    assert "force_eager" in cap.stdout and "skip_guard_eval_unsafe=False" in cap.stdout
+    assert "backend=None" in cap.stdout
+    # a cell stance overrides the session stance for that cell only
+    run(shell, "%%stance eager_on_recompile -q\ninside = stance_magic.current_stance().name")
+    assert shell.user_ns["inside"] == "eager_on_recompile"
+    assert stance_magic.current_stance().name == "force_eager"
+    # no STANCE: the cell runs under the session stance
+    run(shell, "%%stance -q\ninside = stance_magic.current_stance().name")
+    assert shell.user_ns["inside"] == "force_eager"
+    run(shell, "%stance default")
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_current_stance_value_object():
+    s = stance_magic.current_stance()
+    assert (s.name, s.skip_guard_eval_unsafe, s.backend) == ("default", False, None)
+    with torch.compiler.set_stance("default", force_backend="eager"):
+        s = stance_magic.current_stance()
+        assert s.backend == "eager" and str(s) == "default (backend=eager)"
+    assert "Stance(name='default'" in repr(stance_magic.current_stance())
+
+
+def test_backend_by_name_and_callable_from_namespace(shell):
+    shell.run_cell(
+        "import torch, stance_magic\n"
+        "calls = []\n"
+        "def mybackend(gm, example_inputs):\n"
+        "    calls.append(len(gm.graph.nodes))\n"
+        "    return gm.forward\n"
+        "f = torch.compile(lambda x: x + 1)\n"
+    )
+    res, _ = run(
+        shell,
+        "%%stance default -b mybackend -q\ny = f(torch.ones(3))\n"
+        "inside = stance_magic.current_stance()",
+    )
+    assert res.success, res.error_in_exec
+    assert shell.user_ns["calls"], "the notebook's backend was not used"
+    assert shell.user_ns["inside"].backend is shell.user_ns["mybackend"]
+    assert stance_magic.current_stance().backend is None
+    res, _ = run(shell, "%%stance -b eager -q\ninside = stance_magic.current_stance()")
+    assert shell.user_ns["inside"].backend == "eager" and shell.user_ns["inside"].name == "default"
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ("%%stance eager_then_compil", "did you mean 'eager_then_compile'"),
+        ("%%stance force_eager -b eager", "only be forced with the 'default' stance"),
+        ("%%stance default -b eagr", "unknown backend 'eagr' (did you mean 'eager'?)"),
+        ("%%stance default --bogus", "unrecognized arguments: --bogus"),
+        ("%%stance default extra", "unexpected word 'extra'"),
+        ("%%stance default --repeat 3", "--repeat goes with --compare"),
+    ],
+)
+def test_bad_input_is_usage_error_before_the_cell_runs(shell, line, needle):
+    res, cap = run(shell, f"{line}\nside_effect = 1")
+    assert not res.success
+    err = res.error_in_exec
+    assert type(err).__name__ == "UsageError"
+    assert needle in str(err)
+    assert "\n" not in str(err)
+    assert "side_effect" not in shell.user_ns
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_bad_line_magic_input(shell):
+    for line, needle in [
+        ("%stance nope", "unknown stance 'nope'"),
+        ("%stance default extra", "unexpected word 'extra'"),
+        ("%stance fail_on_recompile -b eager", "only be forced"),
+        ("%stance watch maybe", "usage: %stance watch on|off"),
+    ]:
+        res, _ = run(shell, line)
+        assert type(res.error_in_exec).__name__ == "UsageError", line
+        assert needle in str(res.error_in_exec), (line, str(res.error_in_exec))
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_backend_suggestions_offer_notebook_functions(shell):
+    shell.run_cell("def my_compiler(gm, ex):\n    return gm.forward")
+    res, _ = run(shell, "%stance default -b my_compilr")
+    msg = str(res.error_in_exec)
+    assert "my_compiler" in msg and "inductor" in msg and "get_ipython" not in msg
+
+
+def test_stance_of_a_newer_torch_names_the_release(shell, monkeypatch):
+    # Older torch cannot run here; the probe's answer is what changes between them.
+    monkeypatch.setattr(probe, "_SUPPORTED", ("default", "force_eager"))
+    res, _ = run(shell, "%%stance eager_then_compile\nx = 1")
+    assert "needs torch >= 2.7" in str(res.error_in_exec)
+
+
+def test_restored_after_exception(shell):
+    res, cap = run(shell, "%%stance force_eager -q\nraise ValueError('boom')")
+    assert isinstance(res.error_in_exec, ValueError)
+    assert "boom" in cap.stdout + cap.stderr
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_restored_after_syntax_error(shell):
+    res, cap = run(shell, "%%stance force_eager -q\nx = = 1")
+    assert isinstance(res.error_in_exec, SyntaxError)
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_restored_after_keyboard_interrupt(shell):
+    timer = threading.Timer(0.3, lambda: signal.raise_signal(signal.SIGINT))
+    timer.start()
+    try:
+        res, _ = run(
+            shell,
+            "%%stance force_eager -q\nimport time\nfor _ in range(100):\n    time.sleep(0.05)",
+        )
+    finally:
+        timer.cancel()
+    assert isinstance(res.error_in_exec, KeyboardInterrupt)
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_session_stance_restored_after_a_failing_cell_stance(shell):
+    run(shell, "%stance eager_on_recompile -q")
+    res, _ = run(shell, "%%stance force_eager -q\n1/0")
+    assert isinstance(res.error_in_exec, ZeroDivisionError)
+    assert stance_magic.current_stance().name == "eager_on_recompile"
+
+
+def test_cell_behaves_like_a_normal_cell(shell):
+    res, cap = run(shell, "%%stance force_eager -q\nx = 41\ny = '{x} $x'\nx + 1")
+    assert res.success
+    assert shell.user_ns["x"] == 41 and shell.user_ns["y"] == "{x} $x"
+    assert res.result == 42
+    assert "Out[" in cap.stdout and "42" in cap.stdout
+    res, cap = run(shell, "%%stance -q\nx + 2;")
+    assert res.result is None
+
+
+def test_traceback_points_at_the_cells_own_lines(shell):
+    res, cap = run(shell, "%%stance force_eager -q\na = 1\nb = 2\nundefined_name_here\n")
+    text = cap.stdout + cap.stderr
+    assert isinstance(res.error_in_exec, NameError)
+    assert "undefined_name_here" in text
+    assert "----> 3" in text.replace("\x1b", "") or "line 3" in text
+
+
+def test_skip_guard_eval_unsafe_warns_once(shell):
+    res, cap = run(
+        shell, "%%stance default -u -q\nimport stance_magic\ns = stance_magic.current_stance()"
+    )
+    assert shell.user_ns["s"].skip_guard_eval_unsafe is True
+    assert "silently wrong" in cap.stderr and "warmed up" in cap.stderr
+    _, cap2 = run(shell, "%%stance default -u -q\npass")
+    assert "silently wrong" not in cap2.stderr
+    assert stance_magic.current_stance().skip_guard_eval_unsafe is False
+
+
+def test_help_text(shell):
+    doc = shell.find_line_magic("stance").__doc__
+    for word in ("%%stance", "--compare", "--sweep", "watch", "history", "reset", "-u"):
+        assert word in doc
+
+
+def test_compiled_region_error_is_readable():
+    @torch.compile(backend="eager", fullgraph=False)
+    def inner(x):
+        stance_magic.set_session_stance("force_eager")
+        return x + 1
+
+    with pytest.raises(Exception) as info:
+        inner(torch.ones(1))
+    msg = str(info.value)
+    assert "set_stance" in msg
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_probe_wraps_torch_error_inside_compiled_region(monkeypatch):
+    # torch refuses set_stance while an eval-frame callback is active; the
+    # probe keeps torch's message and says what to do.
+    from torch._C._dynamo import eval_frame as c_ef
+
+    monkeypatch.setattr(c_ef, "get_eval_frame_callback", lambda: lambda *a: None)
+    with pytest.raises(probe.CompiledRegionError) as info:
+        probe.set_stance("force_eager", False, None)
+    assert probe.COMPILED_REGION_MESSAGE in str(info.value)
+    assert "before calling the compiled function" in str(info.value)
+
+
+def test_reload_does_not_register_twice(shell):
+    n_post = len(shell.events.callbacks["post_run_cell"])
+    shell.run_cell("%reload_ext stance_magic")
+    shell.run_cell("%load_ext stance_magic")
+    assert len(shell.events.callbacks["post_run_cell"]) == n_post
+    _, cap = run(shell, "%%stance force_eager\nx = 1")
+    assert sum("stance_magic report" in t for t in text_outputs(cap)) == 1
+
+
+def test_unload_removes_hooks_and_restores_the_stance_before_load():
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    InteractiveShell.clear_instance()
+    c = Config()
+    c.HistoryAccessor.enabled = False
+    sh = InteractiveShell.instance(config=c)
+    before_hooks = {k: list(v) for k, v in sh.events.callbacks.items()}
+    guard_hook_before = torch._C._dynamo.eval_frame.set_guard_complete_hook(None)
+    torch._C._dynamo.eval_frame.set_guard_complete_hook(guard_hook_before)
+    torch.compiler.set_stance("eager_on_recompile")
+    try:
+        sh.run_cell("%load_ext stance_magic")
+        sh.run_cell("%stance force_eager -q")
+        sh.run_cell(
+            "%%stance default -q\nimport torch\ntorch.compile(lambda x: x+1, backend='eager')(torch.ones(1))"
+        )
+        sh.run_cell("%unload_ext stance_magic")
+        assert stance_magic.current_stance().name == "eager_on_recompile"
+        assert {k: list(v) for k, v in sh.events.callbacks.items()} == before_hooks
+        assert sh.find_line_magic("stance") is None and sh.find_cell_magic("stance") is None
+        hook = torch._C._dynamo.eval_frame.set_guard_complete_hook(None)
+        torch._C._dynamo.eval_frame.set_guard_complete_hook(hook)
+        assert hook is guard_hook_before
+        import torch._dynamo.guards as guards
+        from torch._dynamo.callback import callback_handler
+
+        assert guards.guard_manager_testing_hook_fn is None
+        assert not any(
+            "stance_magic" in getattr(f, "__module__", "")
+            for f in callback_handler.start_callbacks + callback_handler.end_callbacks
+        )
+    finally:
+        torch.compiler.set_stance("default")
+        InteractiveShell.clear_instance()
+
+
+def test_import_is_light():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, stance_magic\n"
+        "heavy = [m for m in ('torch', 'matplotlib', 'ipywidgets', 'IPython') if m in sys.modules]\n"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
