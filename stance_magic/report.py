@@ -280,8 +280,9 @@ def build_report(
         per = statistics.median(costs)
         rep.guard_per_call_s = per
         rep.guard_s = per * lookups
+        plural = "s" if lookups != 1 else ""
         rep.guard_method = (
-            f"estimate: {lookups} cache lookup{'s' if lookups != 1 else ''} × {per * 1e6:.2f} µs, the median warm "
+            f"estimate: {lookups} cache lookup{plural} × {per * 1e6:.2f} µs, the median warm "
             f"guard check of {len(costs)} cached entr{'y' if len(costs) == 1 else 'ies'} "
             "(timed when each was compiled)"
         )

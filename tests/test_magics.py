@@ -8,10 +8,11 @@ import threading
 import pytest
 import torch
 from torch._dynamo.testing import CompileCounter
-from conftest import run, text_outputs
 
 import stance_magic
 from stance_magic import probe
+
+from conftest import run, text_outputs
 
 ALL = probe.supported_stances()
 
@@ -267,7 +268,8 @@ def test_unload_removes_hooks_and_restores_the_stance_before_load():
         sh.run_cell("%load_ext stance_magic")
         sh.run_cell("%stance force_eager -q")
         sh.run_cell(
-            "%%stance default -q\nimport torch\ntorch.compile(lambda x: x+1, backend='eager')(torch.ones(1))"
+            "%%stance default -q\nimport torch\n"
+            "torch.compile(lambda x: x+1, backend='eager')(torch.ones(1))"
         )
         sh.run_cell("%unload_ext stance_magic")
         assert stance_magic.current_stance().name == "eager_on_recompile"
@@ -295,7 +297,8 @@ def test_import_is_light():
 
     code = (
         "import sys, stance_magic\n"
-        "heavy = [m for m in ('torch', 'matplotlib', 'ipywidgets', 'IPython') if m in sys.modules]\n"
+        "mods = ('torch', 'matplotlib', 'ipywidgets', 'IPython')\n"
+        "heavy = [m for m in mods if m in sys.modules]\n"
         "print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
