@@ -89,11 +89,18 @@ def advise_sweep(result: Any) -> list[str]:
     ok = [r for r in result.reports if not r.error]
     if len(ok) < 2:
         return []
-    best = min(ok, key=lambda r: r.wall_s)
-    hints = [
-        f"fastest from cold caches here: {best.stance} ({fmt_s(best.wall_s)}, "
-        f"{best.compiles} compiles)"
-    ]
+    hints = []
+    compiled = [r for r in ok if r.compiles]
+    eager = next((r for r in ok if r.stance == "force_eager"), None)
+    if compiled:
+        best = min(compiled, key=lambda r: r.wall_s)
+        line = (
+            f"cheapest first run among the stances that compiled: {best.stance} "
+            f"({fmt_s(best.wall_s)}, {best.compiles} compiles, {fmt_s(best.compile_s)} compiling)"
+        )
+        if eager is not None:
+            line += f"; force_eager took {fmt_s(eager.wall_s)}"
+        hints.append(line)
     most = max(ok, key=lambda r: len(r.recompiles))
     if most.recompiles:
         hints.append(f"{most.stance} recompiled {len(most.recompiles)}×: {most.recompiles[0]}")

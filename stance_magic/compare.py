@@ -56,6 +56,10 @@ class Steady:
         return cls(steady, med, min(steady), max(steady), iqr, len(steady), warning)
 
 
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _announce(msg: str) -> None:
     print(f"stance_magic: {msg}", file=sys.stderr)
 
@@ -185,7 +189,7 @@ class SweepResult:
                     f"{r.cache_hits}/{r.cache_misses}",
                     fmt_s(r.guard_s),
                     str(r.eager_fallbacks or r.refused_recompiles or ""),
-                    r.error or "",
+                    _short(r.error or ""),
                 ]
             )
         return out

@@ -76,6 +76,19 @@ def _stacked(
     ax.set_axisbelow(True)
 
 
+def _legend(ax: Any) -> None:
+    """Legend outside the axes, right of them, so it never hides a bar."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def _n(k: int, word: str) -> str:
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def _annotate(ax: Any, y: int, x: float, text: str) -> None:
+    ax.text(x, y, "  " + text, va="center", fontsize=7.5, color="#333333")
+
+
 def report_figure(rep: Any) -> Any:
     """One cell: compile, guard evaluation and execution as a stacked bar
     (and the eager run beside it when the report has one)."""
@@ -101,9 +114,18 @@ def report_figure(rep: Any) -> Any:
             ("execution", COLORS["run"], [v * scale for v in exe]),
         ],
     )
+    from .render import fmt_s
+
+    run_i = len(labels) - 1
+    summary = (
+        f"compile {fmt_s(comp[run_i])} · guard evaluation {fmt_s(guard[run_i])} · "
+        f"execution {fmt_s(exe[run_i])}"
+    )
+    if rep.eager_s is not None:
+        summary = f"eager {fmt_s(rep.eager_s)} | " + summary
     ax.set_xlabel(f"wall time of the cell ({unit})")
-    ax.set_title(f"cell {rep.index}: where the time went", fontsize=10, loc="left")
-    ax.legend(fontsize=8, loc="lower right", frameon=False)
+    ax.set_title(f"cell {rep.index}: {summary}", fontsize=9, loc="left")
+    _legend(ax)
     return fig
 
 
@@ -129,7 +151,7 @@ def compare_figure(result: Any) -> Any:
     )
     ax.set_xlabel(f"first run ({unit})")
     ax.set_title("first run (compile included)", fontsize=10, loc="left")
-    ax.legend(fontsize=8, loc="lower right", frameon=False)
+    _legend(ax)
     ax = axes[1]
     se, sc = result.eager_steady, result.compiled_steady
     sscale, sunit = _unit(max(se.median, sc.median, 1e-9))
@@ -170,56 +192,46 @@ def sweep_figure(result: Any) -> Any:
             ("execution", COLORS["run"], exe),
         ],
     )
+    from .render import fmt_s
+
     for i, r in enumerate(reps):
-        ax.text(
-            r.wall_s * scale,
+        _annotate(
+            ax,
             i,
-            f" {r.compiles} compiles, {len(r.recompiles)} recompiles",
-            va="center",
-            fontsize=7,
+            r.wall_s * scale,
+            f"{fmt_s(r.wall_s)}: {_n(r.compiles, 'compile')}, {_n(len(r.recompiles), 'recompile')}",
         )
     ax.set_xlabel(f"wall time of the cell, from cold caches ({unit})")
     ax.set_title("one run per stance", fontsize=10, loc="left")
-    ax.legend(fontsize=8, loc="lower right", frameon=False)
-    ax.margins(x=0.25)
+    _legend(ax)
+    ax.set_xlim(0, max(walls) * scale * 1.8 or 1.0)
     return fig
 
 
 def history_figure(reports: Sequence[Any]) -> Any:
     """The session across cells: compile time, guard cost, recompiles, cache hits."""
     reps = list(reports)
-    fig = _figure(3.4)
-    axes = fig.subplots(2, 1, sharex=True)
+    fig = _figure(4.6)
+    axes = fig.subplots(3, 1, sharex=True)
     if not reps:
         axes[0].text(0.5, 0.5, "no measured cells yet", ha="center", va="center")
-        axes[0].set_axis_off()
-        axes[1].set_axis_off()
+        for ax in axes:
+            ax.set_axis_off()
         return fig
-    x = [r.index for r in reps]
-    top = max([r.compile_s for r in reps] + [r.guard_s or 0.0 for r in reps] + [1e-9])
-    scale, unit = _unit(top)
+    x = list(range(len(reps)))
+    comp = [r.compile_s for r in reps]
+    guard = [r.guard_s or 0.0 for r in reps]
+    cscale, cunit = _unit(max([*comp, 1e-9]))
+    gscale, gunit = _unit(max([*guard, 1e-9]))
     ax = axes[0]
-    w = 0.38
-    ax.bar(
-        [i - w / 2 for i in x],
-        [r.compile_s * scale for r in reps],
-        w,
-        color=COLORS["compile"],
-        label="compile time",
-    )
-    ax.bar(
-        [i + w / 2 for i in x],
-        [(r.guard_s or 0.0) * scale for r in reps],
-        w,
-        color=COLORS["guard"],
-        label="guard evaluation",
-    )
-    ax.set_ylabel(f"time ({unit})")
-    ax.legend(fontsize=8, frameon=False, loc="upper right")
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_axisbelow(True)
-    ax.set_title("session history", fontsize=10, loc="left")
+    ax.bar(x, [v * cscale for v in comp], 0.6, color=COLORS["compile"])
+    ax.set_ylabel(f"compile ({cunit})")
+    ax.set_title("session history: one group per measured cell", fontsize=10, loc="left")
     ax = axes[1]
+    ax.bar(x, [v * gscale for v in guard], 0.6, color=COLORS["guard"])
+    ax.set_ylabel(f"guards ({gunit})")
+    ax = axes[2]
+    w = 0.38
     ax.bar(
         [i - w / 2 for i in x],
         [len(r.recompiles) for r in reps],
@@ -235,9 +247,13 @@ def history_figure(reports: Sequence[Any]) -> Any:
         label="cache hits",
     )
     ax.set_ylabel("count")
-    ax.set_xlabel("measured cell")
-    ax.set_xticks(x, [f"{r.index}\n{r.stance[:14]}" for r in reps], fontsize=7)
-    ax.legend(fontsize=8, frameon=False, loc="upper right")
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_axisbelow(True)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    _legend(ax)
+    for a in axes:
+        a.grid(axis="y", alpha=0.3)
+        a.set_axisbelow(True)
+    ax.set_xticks(x, [f"{r.index}: {r.stance}" for r in reps], fontsize=7, rotation=30, ha="right")
+    ax.set_xlabel("measured cell: stance")
     return fig

@@ -219,6 +219,11 @@ class Window:
     graph_breaks: dict[str, int] = field(default_factory=dict)
     entry_costs_s: dict[str, float] = field(default_factory=dict)
     known_costs_s: dict[str, float] = field(default_factory=dict)
+    #: compile_id -> (name, file, line) of the module a torch.compile(module)
+    #: wrapper frame calls, so reports name the model, not torch's wrapper
+    module_frames: dict[str, tuple[str, str, int | None]] = field(default_factory=dict)
+    #: first calls that eager_then_compile ran eagerly (no lookup, no compile)
+    eager_first_calls: int = 0
 
 
 class Recorder:
@@ -252,6 +257,8 @@ class Recorder:
         self._window_costs: dict[str, float] = {}
         #: compile_id -> warm guard check seconds, for entries alive now
         self.entry_costs_s: dict[str, float] = {}
+        self.module_frames: dict[str, tuple[str, str, int | None]] = {}
+        self._examples_before: dict[str, int] = {}
 
     # -- installation -----------------------------------------------------
     def install(self) -> None:
@@ -356,6 +363,9 @@ class Recorder:
         self.entry_costs_s[cid] = cost
         if self._open:
             self._window_costs[cid] = cost
+        fn = local_scope.get("fn") if hasattr(local_scope, "get") else None
+        if fn is not None and _is_module(fn):
+            self.module_frames[cid] = _module_location(fn)
 
     # -- windows ----------------------------------------------------------
     def start(self) -> None:
@@ -374,6 +384,7 @@ class Recorder:
         utils.set_compilation_metrics_limit(len(dq) + 1_000_000)
         self._start_len = len(utils._compilation_metrics)
         self._gb_before = dict(utils.counters.get("graph_break", {}))
+        self._examples_before = _example_input_counts()
 
     def stop(self) -> Window:
         """Close the window and return what it saw."""
@@ -392,7 +403,13 @@ class Recorder:
             for reason, n in gb_now.items()
             if n - self._gb_before.get(reason, 0) > 0
         }
+        before = self._examples_before
+        eager_first = sum(
+            1 for k, n in _example_input_counts().items() if n >= 1 and before.get(k, 0) == 0
+        )
         return Window(
+            eager_first_calls=eager_first,
+            module_frames=dict(self.module_frames),
             records=records,
             hits=self._hits,
             misses=self._misses,
@@ -405,6 +422,45 @@ class Recorder:
     @property
     def open(self) -> bool:
         return self._open > 0
+
+
+def _example_input_counts() -> dict[str, int]:
+    """Calls eager_then_compile has seen per frame (torch keeps their inputs)."""
+    from torch._dynamo import eval_frame
+
+    import os
+
+    import torch
+
+    inputs = getattr(eval_frame, "_EXAMPLE_INPUTS", None) or {}
+    # Keys are filename + first line; torch's own frames traced while
+    # compiling land here too and are not user calls.
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    return {k: len(v) for k, v in inputs.items() if not k.startswith(torch_dir)}
+
+
+def _is_module(obj: Any) -> bool:
+    import torch
+
+    return isinstance(obj, torch.nn.Module)
+
+
+def _module_location(mod: Any) -> tuple[str, str, int | None]:
+    import inspect
+
+    forward = type(mod).forward
+    code = getattr(forward, "__code__", None)
+    try:
+        filename = inspect.getsourcefile(forward) or ""
+    except TypeError:
+        filename = ""
+    return f"{type(mod).__name__}.forward", filename, code.co_firstlineno if code else None
+
+
+def is_module_wrapper(rec: Any) -> bool:
+    """torch.compile(module) compiles a wrapper frame around the module call."""
+    filename = getattr(rec, "co_filename", None) or ""
+    return rec.co_name == "inner" and filename.endswith(("_dynamo/external_utils.py",))
 
 
 def record_phases(rec: Any) -> dict[str, float]:

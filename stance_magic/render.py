@@ -69,16 +69,21 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
         )
     )
     rows.append(("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", []))
-    guard = f"{rep.guard_count} guards compiled"
     if rep.guard_s is not None:
-        guard += f"; evaluation {fmt_s(rep.guard_s)}"
+        guard = f"evaluation {fmt_s(rep.guard_s)}"
         if rep.guard_per_call_s is not None:
             guard += f" ({fmt_s(rep.guard_per_call_s)} per lookup)"
+    else:
+        guard = "evaluation n/a"
+    if rep.compiles:
+        guard += f"; {rep.guard_count} guards in the entries compiled here"
     rows.append(("guards", guard, [rep.guard_method] if rep.guard_method else []))
     if rep.stance == "eager_on_recompile" or rep.eager_fallbacks:
         rows.append(("eager fallbacks", str(rep.eager_fallbacks), []))
     if rep.stance == "fail_on_recompile" or rep.refused_recompiles:
         rows.append(("refused recompiles", str(rep.refused_recompiles), []))
+    if rep.eager_first_calls:
+        rows.append(("first calls run eagerly", str(rep.eager_first_calls), []))
     if rep.eager_s is not None:
         rows.append(("eager (steady)", fmt_s(rep.eager_s), []))
         rows.append(("compiled (steady)", fmt_s(rep.compiled_s), []))

@@ -40,7 +40,7 @@ class FrameCompile:
 
     @property
     def where(self) -> str:
-        loc = self.filename or "?"
+        loc = short_path(self.filename) or "?"
         return f"{self.name} ({loc}:{self.line})" if self.line else f"{self.name} ({loc})"
 
 
@@ -94,6 +94,7 @@ class CellReport:
     guard_method: str = ""
     eager_fallbacks: int = 0
     refused_recompiles: int = 0
+    eager_first_calls: int = 0
     error: str | None = None
     frames: list[FrameCompile] = field(default_factory=list)
     # Filled in by --compare (see stance_magic.compare)
@@ -133,6 +134,7 @@ class CellReport:
             "guard_count": self.guard_count,
             "guard_s": self.guard_s,
             "eager_fallbacks": self.eager_fallbacks,
+            "eager_first_calls": self.eager_first_calls,
             "refused_recompiles": self.refused_recompiles,
             "eager_s": self.eager_s,
             "compiled_s": self.compiled_s,
@@ -166,6 +168,19 @@ class CellReport:
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
+
+
+def short_path(path: str) -> str:
+    """A file path without its site-packages (or current directory) prefix."""
+    import os
+    import site
+
+    prefixes = [*site.getsitepackages(), site.getusersitepackages(), os.getcwd()]
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        prefix = prefix.rstrip(os.sep) + os.sep
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return path
 
 
 def first_line(source: str, width: int = 40) -> str:
@@ -226,16 +241,21 @@ def build_report(
         for k, v in phases.items():
             breakdown[k] += v
         name = rec.co_name or "(backward)"
+        filename, line = rec.co_filename or "", rec.co_firstlineno
         loc = probe.resume_location(rec.co_name)
         if loc:
             name = f"{rec.co_name} (after graph break in {loc})"
+        elif kind == "frame" and probe.is_module_wrapper(rec):
+            mod = window.module_frames.get(str(rec.compile_id))
+            if mod is not None:
+                name, filename, line = mod
         frames.append(
             FrameCompile(
                 compile_id=str(rec.compile_id),
                 kind=kind,
                 name=name,
-                filename=rec.co_filename or "",
-                line=rec.co_firstlineno,
+                filename=filename,
+                line=line,
                 seconds=probe.record_total_s(rec),
                 phases=phases,
                 guard_count=rec.guard_count,
@@ -244,6 +264,12 @@ def build_report(
             )
         )
     rep.frames = frames
+    cached = sum(getattr(r, "inductor_fx_local_cache_hit_count", 0) or 0 for r in window.records)
+    if cached:
+        rep.notes.append(
+            f"{cached} graph{'s' if cached != 1 else ''} came from Inductor's on-disk FX "
+            "graph cache: that compile time is a cache load, not a full Inductor compile"
+        )
     rep.compile_s = sum(f.seconds for f in frames)
     rep.compile_breakdown = breakdown
     fwd = [f for f in frames if f.kind == "frame"]
@@ -264,10 +290,18 @@ def build_report(
     # A miss that compiled nothing: the stance ran the frame eagerly
     # (eager_on_recompile) or refused to recompile (fail_on_recompile).
     uncompiled_misses = max(window.misses - (rep.compiles - window.cold_compiles), 0)
+    rep.eager_first_calls = window.eager_first_calls
     if stance.name == "eager_on_recompile":
         rep.eager_fallbacks = uncompiled_misses
+        if not window.hits and not window.misses:
+            rep.notes.append(
+                "eager_on_recompile runs a function with no compiled code eagerly "
+                "without a cache lookup: such calls are not counted"
+            )
     elif stance.name == "fail_on_recompile":
         rep.refused_recompiles = uncompiled_misses
+        if not rep.refused_recompiles and rep.error and "fail_on_recompile" in rep.error:
+            rep.refused_recompiles = 1  # refused from an empty cache: no lookup first
 
     lookups = window.hits + window.misses
     costs = list(window.known_costs_s.values())

@@ -1,0 +1,321 @@
+"""Every figure of the cell report against an independent source (issue 3)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import pytest
+import torch
+from conftest import html_outputs, run, text_outputs
+from torch._dynamo.testing import CompileCounter
+from torch._dynamo.utils import get_compilation_metrics
+
+import stance_magic
+from stance_magic import probe
+
+
+def last(sh):
+    return sh.user_ns["stance_magic"].history()[-1]
+
+
+@pytest.fixture
+def sh(shell):
+    shell.run_cell("import torch, stance_magic")
+    return shell
+
+
+def test_compiles_match_compile_counter_with_graph_break(sh):
+    cc = CompileCounter()
+    sh.user_ns["cc"] = cc
+    sh.run_cell(
+        "def f(x):\n"
+        "    y = x.sin()\n"
+        "    print('break here')\n"
+        "    return y.cos()\n"
+        "cf = torch.compile(f, backend=cc)\n"
+    )
+    res, cap = run(sh, "%%stance default\nfor n in (3, 4):\n    cf(torch.ones(n))")
+    assert res.success
+    rep = last(sh)
+    assert rep.compiles == cc.frame_count == 4  # two frames, each recompiled for n=4
+    assert len(rep.recompiles) == 2
+    assert all("size mismatch" in r for r in rep.recompiles)
+    assert {r.where.split(" ")[0] for r in rep.recompile_details} == {
+        "f",
+        "torch_dynamo_resume_in_f_at_3",
+    }
+    assert sum(g.count for g in rep.graph_break_details) == 2
+    assert "print" in rep.graph_breaks[0]
+    # counters are process-global: a later cell does not inherit these breaks
+    run(sh, "%%stance default -q\ncf(torch.ones(3))")
+    assert last(sh).graph_break_details == []
+    assert last(sh).compiles == 0
+
+
+def test_compile_time_matches_torch_compilation_metrics(sh):
+    sh.run_cell("g = torch.compile(lambda x: (x * 2).relu().sum(), backend='aot_eager')")
+    t0_us = time.time_ns() // 1000
+    run(sh, "%%stance default -q\nfor n in (2, 3, 4):\n    g(torch.ones(n, requires_grad=True))")
+    t1_us = time.time_ns() // 1000
+    rep = last(sh)
+    # independent: torch's own records, selected by time window
+    recs = [r for r in get_compilation_metrics() if t0_us <= (r.start_time_us or 0) <= t1_us]
+    torch_total = sum(
+        (
+            r.entire_frame_compile_time_s
+            if r.entire_frame_compile_time_s is not None
+            else (r.duration_us or 0) / 1e6
+        )
+        for r in recs
+    )
+    assert rep.compiles == 2 and torch_total > 0
+    assert rep.compile_s == pytest.approx(torch_total, rel=0.02)
+    assert sum(rep.compile_breakdown.values()) == pytest.approx(rep.compile_s, rel=1e-6)
+    assert rep.compile_breakdown["aot_autograd"] > 0 and rep.compile_breakdown["dynamo"] > 0
+    assert rep.compile_s < rep.wall_s
+
+
+def test_seventy_compiles_in_one_cell_all_counted(sh):
+    cc = CompileCounter()
+    sh.user_ns["cc"] = cc
+    src = "fs = []\n" + "".join(
+        f"def f{i}(x):\n    return x + {i}\nfs.append(torch.compile(f{i}, backend=cc))\n"
+        for i in range(70)
+    )
+    sh.run_cell(src)
+    run(sh, "%%stance default -q\nfor f in fs:\n    f(torch.ones(2))")
+    rep = last(sh)
+    assert cc.frame_count == 70
+    assert rep.compiles == 70
+    assert len(get_compilation_metrics()) == 64  # torch kept its own limit
+    assert probe.deque_limit() == 64
+
+
+def test_hits_plus_misses_equal_calls(sh):
+    sh.run_cell("h = torch.compile(lambda x: x * 3, backend='eager', dynamic=False)")
+    calls = [2, 2, 3, 3, 3, 2, 4, 2]
+    run(sh, f"%%stance default -q\nfor n in {calls}:\n    h(torch.ones(n))")
+    rep = last(sh)
+    assert rep.cache_hits + rep.cache_misses == len(calls)
+    assert rep.cache_misses == rep.compiles == 3  # sizes 2, 3, 4
+    assert rep.cache_hits == 5
+
+
+def test_backward_compile_lands_in_the_cell_that_runs_it(sh):
+    sh.run_cell("m = torch.compile(lambda x: (x.sin() * 2).sum(), backend='aot_eager')")
+    run(sh, "%%stance default -q\nx = torch.ones(4, requires_grad=True)\nloss = m(x)")
+    fwd = last(sh)
+    assert fwd.compiles == 1 and fwd.backward_compiles == 0
+    run(sh, "%%stance default -q\nloss.backward()")
+    bwd = last(sh)
+    assert bwd.compiles == 0 and bwd.backward_compiles == 1
+    assert bwd.compile_s > 0
+    assert torch.allclose(sh.user_ns["x"].grad, 2 * torch.ones(4).cos())
+
+
+def test_guard_cost_agrees_with_direct_timing_of_the_entries(sh):
+    sh.run_cell(
+        "def many(*xs):\n    return sum(x.sum() for x in xs)\n"
+        "cm = torch.compile(many, backend='eager')\n"
+        "xs = [torch.ones(2) for _ in range(32)]"
+    )
+    run(sh, "%%stance default -q\nfor _ in range(50):\n    cm(*xs)")
+    rep = last(sh)
+    assert rep.cache_hits == 49
+    (entry,) = probe.cache_entries(sh.user_ns["many"])
+    scope = {"xs": tuple(sh.user_ns["xs"])}
+    assert entry.guard_manager.check(scope)
+    samples = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        entry.guard_manager.check(scope)
+        samples.append(time.perf_counter() - t0)
+    direct = statistics.median(samples)
+    assert rep.guard_per_call_s == pytest.approx(direct, rel=1.0)  # within 2x
+    assert rep.guard_s == pytest.approx(rep.guard_per_call_s * 49)  # first call: no lookup
+    assert "estimate" in rep.guard_method and "49 cache lookups" in rep.guard_method
+    assert rep.guard_count > 32
+
+
+def test_wall_time_against_an_outside_clock(sh):
+    t0 = time.perf_counter()
+    run(sh, "%%stance force_eager -q\nimport time\ntime.sleep(0.2)")
+    outside = time.perf_counter() - t0
+    rep = last(sh)
+    assert 0.2 <= rep.wall_s <= outside
+
+
+def test_eager_fallbacks_and_refused_recompiles(sh):
+    sh.run_cell("k = torch.compile(lambda x: x - 1, backend='eager', dynamic=False)")
+    run(sh, "%%stance default -q\nk(torch.ones(2))")
+    cc_before = len(get_compilation_metrics())
+    res, _ = run(sh, "%%stance eager_on_recompile\nfor n in (3, 4, 2):\n    k(torch.ones(n))")
+    assert res.success
+    rep = last(sh)
+    assert rep.eager_fallbacks == 2 and rep.compiles == 0 and rep.cache_hits == 1
+    assert len(get_compilation_metrics()) == cc_before
+    res, cap = run(sh, "%%stance fail_on_recompile\nk(torch.ones(2))\nk(torch.ones(5))")
+    assert "fail_on_recompile" in str(res.error_in_exec)
+    rep = last(sh)
+    assert rep.refused_recompiles == 1 and rep.cache_hits == 1
+    assert rep.error.startswith("RuntimeError: Detected recompile")
+    text = "\n".join(text_outputs(cap))
+    assert "refused recompiles   1" in text
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_eager_then_compile_first_call_is_named(sh):
+    sh.run_cell("e = torch.compile(lambda x: x * 5, backend='eager')")
+    run(sh, "%%stance eager_then_compile -q\nfor n in (2, 3, 4, 5):\n    e(torch.ones(n))")
+    rep = last(sh)
+    assert rep.eager_first_calls == 1
+    assert rep.compiles == 1 and not rep.recompiles  # dynamic from the first two calls
+    assert rep.cache_hits + rep.cache_misses == 3
+
+
+def test_report_text_and_html_in_the_cell_output(sh):
+    sh.run_cell("r = torch.compile(lambda x: x.cos(), backend='eager')")
+    res, cap = run(sh, "%%stance default --no-plot\nr(torch.ones(3))")
+    assert res.success
+    (html,) = [h for h in html_outputs(cap) if "sm-report" in h]
+    for word in (
+        "wall time",
+        "compile time",
+        "compiles",
+        "recompiles",
+        "graph breaks",
+        "cache hits / misses",
+        "guards",
+        "stance",
+    ):
+        assert word in html
+    assert any("stance_magic report" in t for t in text_outputs(cap))
+    _, cap = run(sh, "%%stance default -q\nr(torch.ones(3))")
+    assert not cap.outputs or not any("stance_magic" in t for t in text_outputs(cap))
+
+
+def test_html_escapes_user_text(sh):
+    evil = "<script>alert(1)</script>.py"
+    sh.user_ns["evil"] = evil
+    sh.run_cell(
+        "ns = {}\n"
+        "exec(compile('def z(x):\\n    return x + 1\\n', evil, 'exec'), ns)\n"
+        "cz = torch.compile(ns['z'], backend='eager')"
+    )
+    res, cap = run(sh, "%%stance default --no-plot\ncz(torch.ones(2))")
+    (html,) = [h for h in html_outputs(cap) if "sm-report" in h]
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;.py" in html
+
+
+def test_report_of_a_failing_cell_still_appears(sh):
+    res, cap = run(sh, "%%stance force_eager --no-plot\nraise KeyError('missing')")
+    assert isinstance(res.error_in_exec, KeyError)
+    rep = last(sh)
+    assert rep.error == "KeyError: 'missing'"
+    assert any("KeyError: 'missing'" in t for t in text_outputs(cap))
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_watch_reports_cells_that_compile(sh):
+    sh.run_cell("w = torch.compile(lambda x: x / 2, backend='eager')")
+    _, cap = run(sh, "%stance watch on")
+    assert "watch on" in cap.stdout
+    n = len(stance_magic.history())
+    _, cap = run(sh, "w(torch.ones(2))")
+    assert any("stance_magic report" in t for t in text_outputs(cap))
+    _, cap = run(sh, "x = 1 + 1")  # compiles nothing: no report
+    assert not any("stance_magic report" in t for t in text_outputs(cap))
+    # a %%stance cell is reported once, by the cell magic
+    _, cap = run(sh, "%%stance default --no-plot\nw(torch.ones(7))")
+    assert sum("stance_magic report" in t for t in text_outputs(cap)) == 1
+    run(sh, "%stance watch off")
+    _, cap = run(sh, "w(torch.ones(9))")
+    assert not any("stance_magic report" in t for t in text_outputs(cap))
+    assert len(stance_magic.history()) > n
+
+
+def test_history_and_export(sh, tmp_path):
+    sh.run_cell("v = torch.compile(lambda x: x + 3, backend='eager')")
+    run(sh, "%%stance default -q\nv(torch.ones(2))")
+    run(sh, "%%stance force_eager -q\nv(torch.ones(2))")
+    res, cap = run(sh, "%stance history")
+    assert "eager" in cap.stdout and "compile" in cap.stdout
+    csv_p, json_p = tmp_path / "h.csv", tmp_path / "h.json"
+    res, cap = run(sh, f"%stance history --csv {csv_p} --json {json_p}")
+    assert res.success
+    lines = csv_p.read_text().splitlines()
+    assert len(lines) == 3 and lines[0].startswith("cell,label,stance")
+    data = json.loads(json_p.read_text())
+    assert [d["stance"] for d in data] == ["default", "force_eager"]
+    assert data[0]["compiles"] == 1
+    # whole or not at all: a failed write leaves the old file untouched
+    csv_p.write_text("old")
+    bad = tmp_path / "missing-dir" / "h.csv"
+    res, _ = run(sh, f"%stance history --csv {bad}")
+    assert type(res.error_in_exec).__name__ == "UsageError"
+    assert not bad.exists() and csv_p.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h.csv", "h.json"]
+
+
+def test_reset_forgets_compiled_code_keeps_history(sh):
+    sh.run_cell("q = torch.compile(lambda x: x * 7, backend='eager')")
+    run(sh, "%%stance default -q\nq(torch.ones(2))")
+    n = len(stance_magic.history())
+    _, cap = run(sh, "%stance reset")
+    assert "torch.compiler.reset()" in cap.stdout
+    run(sh, "%%stance default -q\nq(torch.ones(2))")
+    rep = last(sh)
+    assert rep.compiles == 1 and rep.cache_misses == 1  # from cold again
+    assert len(stance_magic.history()) == n + 1
+    # a direct torch.compiler.reset() also leaves the probe working
+    torch.compiler.reset()
+    run(sh, "%%stance default -q\nq(torch.ones(2))")
+    assert last(sh).compiles == 1
+
+
+def test_measure_api_without_ipython():
+    cc = CompileCounter()
+    f = torch.compile(lambda x: x.exp(), backend=cc)
+    with stance_magic.measure("default") as rep:
+        f(torch.ones(2))
+        f(torch.ones(2))
+    assert rep.compiles == cc.frame_count == 1
+    assert rep.cache_hits == 1 and rep.cache_misses == 1
+    assert rep.stance == "default" and stance_magic.history()[-1] is rep
+    d = rep.to_dict()
+    for key in (
+        "stance",
+        "wall_s",
+        "compile_s",
+        "compile_breakdown",
+        "compiles",
+        "recompiles",
+        "graph_breaks",
+        "cache_hits",
+        "cache_misses",
+        "guard_count",
+        "guard_s",
+        "eager_fallbacks",
+        "error",
+    ):
+        assert key in d
+    with pytest.raises(stance_magic.StanceError):
+        stance_magic.measure("nonsense")
+
+
+@pytest.mark.inductor
+def test_inductor_phases(sh, monkeypatch):
+    # on-disk caches would serve a repeat compile without running Inductor
+    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", False)
+    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", False)
+    sh.run_cell("ind = torch.compile(lambda x: (x.sin() + x.cos()).sum())")
+    res, _ = run(sh, "%%stance default -q\nind(torch.randn(64))")
+    assert res.success
+    rep = last(sh)
+    b = rep.compile_breakdown
+    assert rep.compiles == 1
+    assert b["backend"] > 0 and b["codegen"] > 0 and b["dynamo"] > 0
+    assert sum(b.values()) == pytest.approx(rep.compile_s, rel=1e-6)
