@@ -426,11 +426,10 @@ class Recorder:
 
 def _example_input_counts() -> dict[str, int]:
     """Calls eager_then_compile has seen per frame (torch keeps their inputs)."""
-    from torch._dynamo import eval_frame
-
     import os
 
     import torch
+    from torch._dynamo import eval_frame
 
     inputs = getattr(eval_frame, "_EXAMPLE_INPUTS", None) or {}
     # Keys are filename + first line; torch's own frames traced while

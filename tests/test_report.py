@@ -8,12 +8,13 @@ import time
 
 import pytest
 import torch
-from conftest import html_outputs, run, text_outputs
 from torch._dynamo.testing import CompileCounter
 from torch._dynamo.utils import get_compilation_metrics
 
 import stance_magic
 from stance_magic import probe
+
+from conftest import html_outputs, run, text_outputs
 
 
 def last(sh):
