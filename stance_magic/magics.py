@@ -226,10 +226,11 @@ class StanceMagics(Magics):
             raise UsageError(f"%stance history: cannot write: {err}") from None
         for path in written:
             print(f"wrote {len(hist)} rows to {path}")
-        if args.plot and not args.no_plot:
+        if args.plot and not args.no_plot and _can_show_images():
             from .plots import history_figure, show_figure
 
-            show_figure(history_figure(hist), text=str(hist))
+            _display(str(hist), hist._repr_html_())
+            show_figure(history_figure(hist), text=f"[session history chart: {len(hist)} cells]")
             return None
         if written and args.quiet:
             return None
@@ -370,6 +371,14 @@ def _ends_with_semicolon(cell: str) -> bool:
     return bool(lines) and lines[-1].rstrip().endswith(";")
 
 
+def _can_show_images() -> bool:
+    """False in a terminal IPython, whose display shows text only."""
+    from IPython import get_ipython
+
+    ip = get_ipython()
+    return ip is None or "image/png" in ip.display_formatter.active_types
+
+
 def show(obj: Any, plot: bool = True) -> None:
     """Display a report (or compare/sweep result) as HTML + text, and its chart."""
     _display(str(obj), obj._repr_html_())
@@ -380,7 +389,7 @@ def show(obj: Any, plot: bool = True) -> None:
             from .render import advice_html
 
             _display("\n".join(f"hint: {a}" for a in lines), advice_html(lines))
-    if plot and hasattr(obj, "figure"):
+    if plot and hasattr(obj, "figure") and _can_show_images():
         from .plots import show_figure
 
         fig = obj.figure()

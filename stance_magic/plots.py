@@ -55,7 +55,7 @@ def show_figure(fig: Any, text: str | None = None) -> None:
 
     png = figure_png(fig)
     data: dict[str, Any] = {"image/png": base64.b64encode(png).decode("ascii")}
-    data["text/plain"] = text if text is not None else "<stance_magic chart>"
+    data["text/plain"] = text if text is not None else "[stance_magic chart]"
     display(data, raw=True)
 
 

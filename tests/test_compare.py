@@ -1,0 +1,219 @@
+"""--compare, --repeat, --sweep, plots and advice (issue 4)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+import torch
+
+import stance_magic
+from stance_magic import probe
+from stance_magic.advice import advise
+from stance_magic.compare import Steady, break_even
+from stance_magic.report import CellReport, GraphBreak
+
+from conftest import run, text_outputs
+
+# Eager runs sleep 10 ms; Dynamo traces the other branch (is_compiling() is
+# True while tracing), so compiled runs skip the sleep: a known speedup.
+SLOW_EAGER = """
+import time, torch
+calls = []
+def work(x):
+    if not torch.compiler.is_compiling():
+        time.sleep(0.01)
+    return x * 2
+cwork = torch.compile(work, backend="eager")
+"""
+
+
+def images(cap):
+    return [o for o in cap.outputs if "image/png" in o.data]
+
+
+@pytest.fixture
+def sh(shell):
+    shell.run_cell("import torch, stance_magic")
+    return shell
+
+
+def test_compare_repeat_numbers_against_independent_timing(sh):
+    sh.run_cell(SLOW_EAGER)
+    t0 = time.perf_counter()
+    res, cap = run(
+        sh, "%%stance default --compare --repeat 5\ncalls.append(1)\ncwork(torch.ones(2))"
+    )
+    outside = time.perf_counter() - t0
+    assert res.success
+    assert torch.equal(res.result, torch.full((2,), 2.0))  # last expression still shown
+    assert len(sh.user_ns["calls"]) == 10  # side effects repeat: 5 eager + 5 compiled
+    assert "side effects repeat" in cap.stderr
+    rep = stance_magic.history()[-1]
+    eager, comp = rep.runs["eager"], rep.runs["compiled"]
+    assert len(eager) == len(comp) == 5
+    assert sum(eager) + sum(comp) <= outside
+    assert all(t >= 0.01 for t in eager)
+    # steady state: first run excluded, median
+    assert rep.eager_s == pytest.approx(
+        sorted(eager[1:])[1:3][0] / 2 + sorted(eager[1:])[1:3][1] / 2
+    )
+    assert rep.compiled_s < 0.005
+    assert rep.speedup == pytest.approx(rep.eager_s / rep.compiled_s)
+    assert rep.compiles == 1 and rep.compile_s < comp[0]
+    expected = math.ceil((comp[0] - rep.compiled_s) / (rep.eager_s - rep.compiled_s))
+    assert rep.break_even_calls == max(expected, 1)
+    text = "\n".join(text_outputs(cap))
+    assert "speedup" in text and "break-even" in text
+    assert len(images(cap)) == 1
+
+
+def test_compare_never_pays_off(sh):
+    sh.run_cell(
+        "import time\n"
+        "def slow_backend(gm, example_inputs):\n"
+        "    def run(*args):\n"
+        "        time.sleep(0.005)\n"
+        "        return gm.forward(*args)\n"
+        "    return run\n"
+        "cs = torch.compile(lambda x: x + 1, backend=slow_backend)\n"
+    )
+    res, cap = run(sh, "%%stance default --compare --repeat 3 --no-plot\ncs(torch.ones(2))")
+    rep = stance_magic.history()[-1]
+    assert rep.compiled_s > rep.eager_s and rep.break_even_calls is None
+    text = "\n".join(text_outputs(cap))
+    assert "never (compiled is not faster)" in text
+    assert "does not pay off" in text
+    assert not images(cap)
+
+
+def test_compare_once_warns_no_steady_state(sh):
+    sh.run_cell(SLOW_EAGER)
+    res, cap = run(sh, "%%stance default --compare --no-plot\ncwork(torch.ones(3))")
+    rep = stance_magic.history()[-1]
+    assert len(rep.runs["compiled"]) == 1
+    assert any("--repeat" in n for n in rep.notes)
+
+
+def test_steady_state_statistics():
+    s = Steady.of([5.0, 1.0, 1.0, 1.0, 1.0, 1.0], "x")
+    assert s.n == 5 and s.median == 1.0 and s.warning is None  # warm-up excluded
+    wide = Steady.of([5.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0], "x")
+    assert "spread too wide" in wide.warning
+    assert "one run only" in Steady.of([1.0], "x").warning
+    assert break_even(10.0, 1.0, 2.0) == 9
+    assert break_even(1.0, 2.0, 2.0) is None
+
+
+def test_sweep_every_stance_from_cold(sh):
+    sh.run_cell("sw = torch.compile(lambda x: x.relu() + 1, backend='eager', dynamic=False)")
+    run(sh, "%%stance default -q\nsw(torch.ones(2))")  # warm: the sweep must not reuse it
+    run(sh, "%stance eager_on_recompile -q")
+    res, cap = run(sh, "%%stance --sweep\nfor n in (2, 3):\n    sw(torch.ones(n))")
+    assert res.success
+    assert "torch.compiler.reset()" in cap.stderr
+    reps = stance_magic.history()[-len(probe.supported_stances()) :]
+    by = {r.stance: r for r in reps}
+    assert set(by) == set(probe.supported_stances())
+    assert by["default"].compiles == 2 and len(by["default"].recompiles) == 1
+    assert by["force_eager"].compiles == 0
+    assert by["fail_on_recompile"].error and "fail_on_recompile" in by["fail_on_recompile"].error
+    assert by["eager_then_compile"].compiles == 1 and by["eager_then_compile"].eager_first_calls
+    assert stance_magic.current_stance().name == "eager_on_recompile"  # session restored
+    text = "\n".join(text_outputs(cap))
+    assert "stance_magic sweep" in text and "fail_on_recompile" in text
+    assert len(images(cap)) == 1
+
+
+def test_sweep_with_a_list_and_bad_names(sh):
+    sh.run_cell("sl = torch.compile(lambda x: x * 4, backend='eager')")
+    res, _ = run(sh, "%%stance --sweep default,force_eager --no-plot\nsl(torch.ones(2))")
+    assert res.success
+    assert [r.stance for r in stance_magic.history()[-2:]] == ["default", "force_eager"]
+    n = len(stance_magic.history())
+    res, _ = run(sh, "%%stance --sweep default,forse_eager\nran = 1")
+    assert "did you mean 'force_eager'" in str(res.error_in_exec)
+    assert "ran" not in sh.user_ns and len(stance_magic.history()) == n
+    res, _ = run(sh, "%%stance default --sweep\nran = 1")
+    assert type(res.error_in_exec).__name__ == "UsageError"
+
+
+def test_plots_once_per_cell_and_off_switch(sh):
+    sh.run_cell("pp = torch.compile(lambda x: x - 2, backend='eager')")
+    _, cap = run(sh, "%%stance default\npp(torch.ones(2))")
+    assert len(images(cap)) == 1
+    _, cap = run(sh, "%%stance default --no-plot\npp(torch.ones(2))")
+    assert not images(cap)
+    _, cap = run(sh, "%stance history --plot")
+    assert len(images(cap)) == 1
+    text = "\n".join(text_outputs(cap))
+    assert "compiles" in text and "pp(torch.ones(2))" in text and "history chart" in text
+
+
+def test_terminal_without_images_gets_text_only(sh):
+    sh.display_formatter.active_types = ["text/plain"]
+    sh.run_cell("pt = torch.compile(lambda x: x - 3, backend='eager')")
+    _, cap = run(sh, "%%stance default\npt(torch.ones(2))")
+    assert not images(cap)
+    assert not any("chart]" in t for t in text_outputs(cap))
+    assert any("stance_magic report" in t for t in text_outputs(cap))
+
+
+def test_recompile_hint_from_a_real_cell(sh):
+    sh.run_cell("dyn = torch.compile(lambda x: x * 9, backend='eager', dynamic=False)")
+    _, cap = run(sh, "%%stance default --no-plot\nfor n in (2, 3, 4):\n    dyn(torch.ones(n))")
+    hints = [t for t in text_outputs(cap) if t.startswith("hint:")]
+    assert hints and "eager_then_compile" in hints[0] and "size mismatch" in hints[0]
+    _, cap = run(sh, "%%stance default --no-plot\ndyn(torch.ones(2))")
+    assert not any("eager_then_compile" in t for t in text_outputs(cap))
+
+
+# advice logic: each hint appears with its cause and not without it
+def rep_(**kw):
+    base = dict(stance="default", wall_s=0.01, cache_hits=0)
+    base.update(kw)
+    return CellReport(**base)
+
+
+def test_hint_for_shape_recompiles():
+    r = rep_(recompiles=["0/0: tensor 'x' size mismatch at index 0. expected 2, actual 3"])
+    assert any("eager_then_compile" in h for h in advise(r))
+    assert not any("eager_then_compile" in h for h in advise(rep_()))
+    r.stance = "eager_then_compile"
+    assert not any("try %%stance eager_then_compile" in h for h in advise(r))
+
+
+def test_hint_for_guard_share():
+    r = rep_(wall_s=1e-4, guard_s=5e-5, guard_per_call_s=5e-6, cache_hits=10)
+    h = advise(r)
+    assert any("skip_guard_eval_unsafe" in x and "50%" in x for x in h)
+    assert not any("skip_guard" in x for x in advise(rep_(wall_s=1.0, guard_s=1e-6)))
+    r.skip_guard_eval_unsafe = True
+    assert not any("skip_guard" in x for x in advise(r))
+
+
+def test_hint_for_break_even_and_graph_breaks_and_warm():
+    class C:
+        compiled_runs = (1.0, 0.1, 0.1)
+
+    r = rep_(
+        compile_s=0.9, eager_s=0.2, compiled_s=0.1, speedup=2.0, break_even_calls=10, cache_hits=3
+    )
+    assert any("paid back after 10 runs" in h for h in advise(r, compare=C()))
+    r.break_even_calls = 2
+    assert not any("paid back" in h for h in advise(r, compare=C()))
+    g = rep_(graph_break_details=[GraphBreak("print", 2, "print: a builtin")])
+    assert any("2 graph breaks" in h and "print" in h for h in advise(g))
+    assert not any("graph break" in h for h in advise(rep_()))
+    warm = rep_(cache_hits=5)
+    assert any("fail_on_recompile" in h for h in advise(warm))
+    assert not any("fail_on_recompile" in h for h in advise(rep_(cache_hits=5, compiles=1)))
+    many = rep_(
+        recompiles=["size mismatch"] * 2,
+        graph_break_details=[GraphBreak("x", 1, "x")],
+        wall_s=1e-4,
+        guard_s=9e-5,
+        cache_hits=4,
+    )
+    assert len(advise(many)) <= 3
