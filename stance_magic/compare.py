@@ -128,6 +128,7 @@ def compare(
     repeat: int = 1,
     source: str = "",
     announce: bool = True,
+    profile_guards: bool = False,
 ) -> CompareResult:
     """Run ``run`` ``repeat`` times under force_eager, then under ``stance``.
 
@@ -146,7 +147,7 @@ def compare(
             eager_runs.append(t)
     compiled_runs: list[float] = []
     value = None
-    with engine.measure(stance, source=source) as rep:
+    with engine.measure(stance, source=source, profile_guards=profile_guards) as rep:
         for _ in range(repeat):
             t, value = _timed(run)
             compiled_runs.append(t)
@@ -232,6 +233,7 @@ def sweep(
     *,
     source: str = "",
     announce: bool = True,
+    profile_guards: bool = False,
 ) -> SweepResult:
     """Run the cell once per stance, ``torch.compiler.reset()`` before each.
 
@@ -249,7 +251,9 @@ def sweep(
         engine.reset_compiled_code()
         rep = None
         try:
-            with engine.measure(st, source=source, label=f"sweep: {st}") as rep:
+            with engine.measure(
+                st, source=source, label=f"sweep: {st}", profile_guards=profile_guards
+            ) as rep:
                 run()
         except Exception as exc:
             if rep is not None and rep.error is None:

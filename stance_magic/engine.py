@@ -329,17 +329,21 @@ class Engine:
         source: str = "",
         label: str | None = None,
         record: bool = True,
+        profile_guards: bool = False,
     ) -> Iterator[Any]:
         """Run a block under ``stance`` (None: the session stance) and measure it.
 
         Yields a :class:`~stance_magic.report.CellReport` that is filled in
         when the block ends; with ``record`` it is appended to the history
         and sent to observers. An exception in the block propagates
-        unchanged after the report records it.
+        unchanged after the report records it. ``profile_guards`` measures
+        guard cost with torch's profiler instead of estimating it.
         """
         stance = stance or self.session
         with self.applied(stance):
-            m = self.start_measure(stance, source=source, label=label, record=record)
+            m = self.start_measure(
+                stance, source=source, label=label, record=record, profile_guards=profile_guards
+            )
             try:
                 yield m.report
             except BaseException as exc:
@@ -354,10 +358,11 @@ class Engine:
         source: str = "",
         label: str | None = None,
         record: bool = True,
+        profile_guards: bool = False,
     ) -> Measurement:
         """Start measuring without applying a stance (``%stance watch``);
         call :meth:`Measurement.finish` when the block is over."""
-        return Measurement(self, stance or current_stance(), source, label, record)
+        return Measurement(self, stance or current_stance(), source, label, record, profile_guards)
 
     def reset_compiled_code(self) -> None:
         """Forget all compiled code (``torch.compiler.reset()``); keep history."""
@@ -388,7 +393,13 @@ class Measurement:
     """One open measuring window; :meth:`finish` closes it once."""
 
     def __init__(
-        self, engine: Engine, stance: Stance, source: str, label: str | None, record: bool
+        self,
+        engine: Engine,
+        stance: Stance,
+        source: str,
+        label: str | None,
+        record: bool,
+        profile_guards: bool = False,
     ) -> None:
         from .report import CellReport
 
@@ -401,6 +412,7 @@ class Measurement:
         self._recorder = engine.recorder
         self._done = False
         self._recorder.start()
+        self._profiler = probe.LookupProfiler() if profile_guards else None
         self._t0 = time.perf_counter()
 
     def finish(self, error: BaseException | None = None) -> Any:
@@ -411,7 +423,9 @@ class Measurement:
         self._done = True
         from .report import build_report
 
+        profiled = self._profiler.stop() if self._profiler is not None else None
         window = self._recorder.stop()
+        window.profiled_lookups = profiled
         build_report(
             self.report,
             window=window,

@@ -31,6 +31,7 @@ def _parser() -> MagicArgumentParser:
     p.add_argument("-u", "--skip-guard-eval-unsafe", action="store_true")
     p.add_argument("-b", "--backend", default=None)
     p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument("-g", "--profile-guards", action="store_true")
     p.add_argument("--compare", action="store_true")
     p.add_argument("--repeat", type=int, default=None)
     p.add_argument("--sweep", nargs="?", const="", default=None)
@@ -79,7 +80,7 @@ class StanceMagics(Magics):
 
         Cell magic::
 
-            %%stance [STANCE] [-u] [-b NAME] [-q] [--compare [--repeat N]]
+            %%stance [STANCE] [-u] [-b NAME] [-q] [-g] [--compare [--repeat N]]
                      [--sweep [S1,S2,...]] [--no-plot]
 
         runs the cell under STANCE (left out: the session stance); the stance
@@ -123,6 +124,11 @@ class StanceMagics(Magics):
         --sweep [S1,S2,...]
             Run the cell once per stance (all supported ones if no list),
             each from cold compiled caches.
+        -g, --profile-guards
+            Measure guard cost with torch's profiler ('TorchDynamo Cache
+            Lookup' events) instead of estimating it from the warm guard
+            checks timed at compile time; works with -u too, and slows the
+            rest of the cell while it runs.
         --no-plot
             Text and table only, no chart.
 
@@ -291,7 +297,14 @@ class StanceMagics(Magics):
         if args.sweep is not None:
             from .compare import sweep
 
-            result = sweep(self.engine, run, stances, source=cell, announce=not args.quiet)
+            result = sweep(
+                self.engine,
+                run,
+                stances,
+                source=cell,
+                announce=not args.quiet,
+                profile_guards=args.profile_guards,
+            )
             if not args.quiet:
                 self._pending.append((result, not args.no_plot))
             return None
@@ -305,13 +318,16 @@ class StanceMagics(Magics):
                 repeat=args.repeat or 1,
                 source=cell,
                 announce=not args.quiet,
+                profile_guards=args.profile_guards,
             )
             if not args.quiet:
                 self._pending.append((result, not args.no_plot))
             return result.value
         rep = None
         try:
-            with self.engine.measure(stance, source=cell) as rep:
+            with self.engine.measure(
+                stance, source=cell, profile_guards=args.profile_guards
+            ) as rep:
                 return run()
         finally:
             if rep is not None and not args.quiet:

@@ -305,7 +305,15 @@ def build_report(
 
     lookups = window.hits + window.misses
     costs = list(window.known_costs_s.values())
-    if stance.skip_guard_eval_unsafe:
+    if window.profiled_lookups is not None:
+        n, total = window.profiled_lookups
+        rep.guard_s = total
+        rep.guard_per_call_s = total / n if n else None
+        rep.guard_method = (
+            f"measured: {n} '{probe.CACHE_LOOKUP_EVENT}' profiler events (frame locals "
+            "plus guards); the profiler slows the rest of the cell"
+        )
+    elif stance.skip_guard_eval_unsafe:
         rep.guard_method = (
             "not estimated: skip_guard_eval_unsafe runs only the guards that tell "
             "cache entries apart"

@@ -320,3 +320,16 @@ def test_inductor_phases(sh, monkeypatch):
     assert rep.compiles == 1
     assert b["backend"] > 0 and b["codegen"] > 0 and b["dynamo"] > 0
     assert sum(b.values()) == pytest.approx(rep.compile_s, rel=1e-6)
+
+
+def test_profile_guards_measures_lookups_with_the_profiler(sh):
+    sh.run_cell("pg = torch.compile(lambda x: x + 11, backend='eager')\npg(torch.ones(2))")
+    for flags in ("", "-u"):
+        res, cap = run(
+            sh, f"%%stance default {flags} -g --no-plot\nfor _ in range(20):\n    pg(torch.ones(2))"
+        )
+        assert res.success
+        rep = last(sh)
+        assert rep.guard_method.startswith("measured: 20 'TorchDynamo Cache Lookup'")
+        assert rep.guard_s > 0 and rep.guard_per_call_s == pytest.approx(rep.guard_s / 20)
+        assert rep.cache_hits == 20
