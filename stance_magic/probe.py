@@ -169,6 +169,10 @@ def set_stance(name: str, skip_guard_eval_unsafe: bool, backend: Any) -> Any:
     require_torch()
     import torch
 
+    if torch.compiler.is_compiling():
+        # Dynamo is tracing the caller: say so here, rather than letting it
+        # trip over torch's forbidden set_stance with an opaque trace error.
+        raise CompiledRegionError(COMPILED_REGION_MESSAGE)
     try:
         return torch.compiler.set_stance(
             name,
