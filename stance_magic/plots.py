@@ -254,6 +254,21 @@ def history_figure(reports: Sequence[Any]) -> Any:
     for a in axes:
         a.grid(axis="y", alpha=0.3)
         a.set_axisbelow(True)
+        if not any(p.get_height() for p in a.patches):
+            a.set_ylim(0, 1)
+            a.set_yticks([])
+            a.text(
+                0.5,
+                0.5,
+                "none in these cells",
+                transform=a.transAxes,
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="#666666",
+            )
+        else:
+            a.set_ylim(bottom=0)
     ax.set_xticks(x, [f"{r.index}: {r.stance}" for r in reps], fontsize=7, rotation=30, ha="right")
     ax.set_xlabel("measured cell: stance")
     return fig
