@@ -33,7 +33,7 @@ _LAZY = {
     "supported_stances": "engine",
     "get_engine": "engine",
     "CellReport": "report",
-    "panel": "panel",
+    "panel": "widget",
 }
 
 

@@ -29,6 +29,9 @@ def unload(ipython: Any) -> None:
     if state is None:
         return
     magics = state["magics"]
+    # The %unload_ext cell itself may be watched: close that window now, as
+    # its post_run_cell hook is about to be removed.
+    magics.close_watch()
     for event, fn in (
         ("pre_run_cell", magics.pre_run_cell),
         ("post_run_cell", magics.post_run_cell),

@@ -252,7 +252,7 @@ class StanceMagics(Magics):
     def _cmd_panel(self, args: Any, rest: list[str]) -> Any:
         if rest:
             raise UsageError(f"%stance panel: unexpected word {rest[0]!r}")
-        from .panel import PanelUnavailable, panel
+        from .widget import PanelUnavailable, panel
 
         try:
             return panel(engine=self.engine, shell=self.shell)
@@ -368,6 +368,12 @@ class StanceMagics(Magics):
         if raw.startswith("%%stance"):
             return  # the cell magic measures (and reports) this cell itself
         self._watch_measure = self.engine.start_measure(source=raw)
+
+    def close_watch(self) -> None:
+        """Finish a watch measurement still open (unload during a watched cell)."""
+        m, self._watch_measure = self._watch_measure, None
+        if m is not None:
+            m.finish(None)
 
     def post_run_cell(self, result: Any) -> None:
         m, self._watch_measure = self._watch_measure, None

@@ -308,6 +308,9 @@ class Recorder:
     def uninstall(self) -> None:
         if not self.installed:
             return
+        if self._open:  # a window left open: give torch its record limit back
+            self._open = 1
+            self.stop()
         import torch._dynamo.guards as guards
         from torch._C._dynamo import eval_frame as c_eval_frame
         from torch._dynamo.callback import callback_handler

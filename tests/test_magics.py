@@ -304,3 +304,21 @@ def test_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_unload_while_watching_restores_torch_record_limit():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.clear_instance()
+    sh = InteractiveShell.instance()
+    try:
+        sh.run_cell("%load_ext stance_magic")
+        sh.run_cell("%stance watch on")
+        sh.run_cell("x = 1")
+        sh.run_cell("%unload_ext stance_magic")
+        assert probe.deque_limit() == 64
+        from stance_magic.engine import get_engine
+
+        assert get_engine().watch is False and get_engine()._recorder is None
+    finally:
+        InteractiveShell.clear_instance()

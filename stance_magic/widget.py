@@ -16,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import html
 import importlib
-import sys
-import types
 from typing import Any, Iterator
 
 from .engine import (
@@ -34,7 +32,7 @@ from .engine import (
 
 try:
     import ipywidgets as widgets
-except ImportError:  # pragma: no cover - exercised in a subprocess-free test
+except ImportError:  # panel() says what is missing (tests: test_without_ipywidgets)
     widgets = None
 
 __all__ = ["NO_BACKEND", "PanelUnavailable", "StancePanel", "panel"]
@@ -77,7 +75,7 @@ def _check_available(shell: Any) -> None:
     else:
         if widgets is None:  # installed after this module was imported
             missing.append(
-                "ipywidgets was installed after stance_magic.panel was imported: restart the kernel"
+                "ipywidgets was installed after stance_magic was imported: restart the kernel"
             )
     if shell is not None and getattr(shell, "kernel", None) is None:
         missing.append(FRONTEND_HINT)
@@ -439,9 +437,7 @@ class StancePanel(_Base):
         if not reports:
             return
         try:
-            from .plots import figure_png, history_figure
-
-            png = figure_png(history_figure(reports))
+            png = _history_png(self._engine, reports)
         except ImportError as err:
             self._chart.layout.display = "none"
             self._chart_note.value = (
@@ -455,6 +451,21 @@ class StancePanel(_Base):
         self._chart.value = png
         self._chart.layout.display = None
         self._chart_note.value = ""
+
+
+_CHART_CACHE: dict[str, Any] = {}
+
+
+def _history_png(engine: Engine, reports: list[Any]) -> bytes:
+    """The history chart as PNG, drawn once per new report however many
+    panels are open."""
+    key = (id(engine), len(reports), id(reports[-1]))
+    if _CHART_CACHE.get("key") != key:
+        from .plots import figure_png, history_figure
+
+        _CHART_CACHE.clear()
+        _CHART_CACHE.update(key=key, png=figure_png(history_figure(reports)))
+    return _CHART_CACHE["png"]
 
 
 def panel(engine: Engine | None = None, shell: Any = None) -> StancePanel:
@@ -511,15 +522,3 @@ def panel(engine: Engine | None = None, shell: Any = None) -> StancePanel:
     """
     _check_available(shell)
     return StancePanel(engine=engine)
-
-
-class _CallableModule(types.ModuleType):
-    """``stance_magic.panel`` may be this module (once ``stance_magic.panel``
-    is imported as a submodule, Python sets the package attribute to it);
-    calling it calls :func:`panel`, so ``stance_magic.panel()`` always works."""
-
-    def __call__(self, engine: Engine | None = None, shell: Any = None) -> StancePanel:
-        return panel(engine=engine, shell=shell)
-
-
-sys.modules[__name__].__class__ = _CallableModule
