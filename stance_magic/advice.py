@@ -18,6 +18,14 @@ def _size_recompiles(rep: Any) -> list[str]:
     return [r for r in rep.recompiles if _SIZE.search(r)]
 
 
+def _n(k: int, word: str) -> str:
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def _all_calls(k: int) -> str:
+    return "the one call was" if k == 1 else f"all {k} calls were"
+
+
 def advise(rep: Any, compare: Any = None) -> list[str]:
     """Hints for one report (and its --compare result), most useful first."""
     hints: list[str] = []
@@ -72,13 +80,14 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
         hints.append(f"{n} graph break{'s' if n != 1 else ''}; top reason: {top.summary}")
     if (
         rep.stance == "default"
+        and not rep.skip_guard_eval_unsafe
         and not rep.compiles
         and not rep.cache_misses
         and rep.cache_hits
         and not rep.error
     ):
         hints.append(
-            f"all {rep.cache_hits} calls were served by compiled code without a compile: "
+            f"{_all_calls(rep.cache_hits)} served by compiled code without a compile: "
             "warm-up looks done; %stance fail_on_recompile turns a surprise recompile into an error"
         )
     return hints[:MAX_HINTS]
@@ -96,7 +105,8 @@ def advise_sweep(result: Any) -> list[str]:
         best = min(compiled, key=lambda r: r.wall_s)
         line = (
             f"cheapest first run among the stances that compiled: {best.stance} "
-            f"({fmt_s(best.wall_s)}, {best.compiles} compiles, {fmt_s(best.compile_s)} compiling)"
+            f"({fmt_s(best.wall_s)}, {_n(best.compiles, 'compile')}, "
+            f"{fmt_s(best.compile_s)} compiling)"
         )
         if eager is not None:
             line += f"; force_eager took {fmt_s(eager.wall_s)}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import math
 import statistics
 import sys
@@ -10,8 +9,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from . import probe
 from .engine import Engine, Stance
-from .render import fmt_s, html_table, text_table
+from .render import fmt_s, html_table, shorten, text_table
 from .report import CellReport, error_line
 
 #: Spread above which a steady-state figure is flagged as not to be trusted:
@@ -56,10 +56,6 @@ class Steady:
         return cls(steady, med, min(steady), max(steady), iqr, len(steady), warning)
 
 
-def _short(text: str, width: int = 60) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _announce(msg: str) -> None:
     print(f"stance_magic: {msg}", file=sys.stderr)
 
@@ -84,12 +80,11 @@ class CompareResult:
             + " | compiled "
             + ", ".join(fmt_s(t) for t in self.compiled_runs)
         )
-        lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        warn = "".join(f"<p class='sm-err'>{html.escape(w)}</p>" for w in self.warnings)
-        return self.report._repr_html_() + warn
+        # the spread warnings are in the report's notes already
+        return self.report._repr_html_()
 
     def figure(self) -> Any:
         from .plots import compare_figure
@@ -182,7 +177,7 @@ class SweepResult:
         for r in self.reports:
             out.append(
                 [
-                    str(r.stance) + (" -u" if r.skip_guard_eval_unsafe else ""),
+                    r.stance_label,
                     fmt_s(r.wall_s),
                     fmt_s(r.compile_s),
                     str(r.compiles),
@@ -190,7 +185,7 @@ class SweepResult:
                     f"{r.cache_hits}/{r.cache_misses}",
                     fmt_s(r.guard_s),
                     str(r.eager_fallbacks or r.refused_recompiles or ""),
-                    _short(r.error or ""),
+                    shorten(r.error or ""),
                 ]
             )
         return out
@@ -244,9 +239,23 @@ def sweep(
         names = ", ".join(str(s) for s in stances)
         _announce(
             f"--sweep runs this cell once per stance ({names}), each after "
-            "torch.compiler.reset(): compiled code is forgotten and side effects repeat"
+            "torch.compiler.reset() and with Inductor's on-disk caches off: compiled code "
+            "is forgotten and side effects repeat"
         )
     reports = []
+    with probe.no_disk_caches():
+        reports = _sweep_runs(engine, run, stances, source, profile_guards)
+    return SweepResult([r for r in reports if r is not None])
+
+
+def _sweep_runs(
+    engine: Engine,
+    run: Callable[[], Any],
+    stances: Sequence[Stance],
+    source: str,
+    profile_guards: bool,
+) -> list[CellReport | None]:
+    reports: list[CellReport | None] = []
     for st in stances:
         engine.reset_compiled_code()
         rep = None
@@ -259,4 +268,4 @@ def sweep(
             if rep is not None and rep.error is None:
                 rep.error = error_line(exc)
         reports.append(rep)
-    return SweepResult([r for r in reports if r is not None])
+    return reports

@@ -93,7 +93,7 @@ def report_figure(rep: Any) -> Any:
     """One cell: compile, guard evaluation and execution as a stacked bar
     (and the eager run beside it when the report has one)."""
     run = max(rep.wall_s - rep.compile_s - (rep.guard_s or 0.0), 0.0)
-    labels = [f"{rep.stance}"]
+    labels = [rep.stance_label]
     comp, guard, exe, eager = [rep.compile_s], [rep.guard_s or 0.0], [run], [0.0]
     if rep.eager_s is not None:
         labels.insert(0, "force_eager")
@@ -135,7 +135,7 @@ def compare_figure(result: Any) -> Any:
     first_c = comp[0] if comp else 0.0
     rep = result.report
     compile_first = min(rep.compile_s, first_c)
-    labels = ["force_eager", f"{rep.stance}"]
+    labels = ["force_eager", rep.stance_label]
     scale, unit = _unit(max([*eager, *comp, 1e-9]))
     fig = _figure(2.9)
     axes = fig.subplots(1, 2)
@@ -167,7 +167,7 @@ def compare_figure(result: Any) -> Any:
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
     n = max(se.n, sc.n)
-    ax.set_xlabel(f"steady-state run, median of {n} ({sunit})")
+    ax.set_xlabel(f"median of {n} runs ({sunit})")
     ax.set_title("steady state (min–max bars)", fontsize=10, loc="left")
     return fig
 
@@ -175,7 +175,7 @@ def compare_figure(result: Any) -> Any:
 def sweep_figure(result: Any) -> Any:
     """--sweep: one bar per stance, compile / guards / execution stacked."""
     reps = result.reports
-    labels = [r.stance + (" (error)" if r.error else "") for r in reps]
+    labels = [r.stance_label + (" (error)" if r.error else "") for r in reps]
     walls = [r.wall_s for r in reps]
     scale, unit = _unit(max([*walls, 1e-9]))
     comp = [r.compile_s * scale for r in reps]
@@ -211,8 +211,8 @@ def sweep_figure(result: Any) -> Any:
 def history_figure(reports: Sequence[Any]) -> Any:
     """The session across cells: compile time, guard cost, recompiles, cache hits."""
     reps = list(reports)
-    fig = _figure(4.6)
-    axes = fig.subplots(3, 1, sharex=True)
+    fig = _figure(5.4)
+    axes = fig.subplots(4, 1, sharex=True)
     if not reps:
         axes[0].text(0.5, 0.5, "no measured cells yet", ha="center", va="center")
         for ax in axes:
@@ -230,27 +230,15 @@ def history_figure(reports: Sequence[Any]) -> Any:
     ax = axes[1]
     ax.bar(x, [v * gscale for v in guard], 0.6, color=COLORS["guard"])
     ax.set_ylabel(f"guards ({gunit})")
-    ax = axes[2]
-    w = 0.38
-    ax.bar(
-        [i - w / 2 for i in x],
-        [len(r.recompiles) for r in reps],
-        w,
-        color="#e7298a",
-        label="recompiles",
-    )
-    ax.bar(
-        [i + w / 2 for i in x],
-        [r.cache_hits for r in reps],
-        w,
-        color=COLORS["run"],
-        label="cache hits",
-    )
-    ax.set_ylabel("count")
     from matplotlib.ticker import MaxNLocator
 
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    _legend(ax)
+    for ax, values, color, label in (
+        (axes[2], [len(r.recompiles) for r in reps], "#e7298a", "recompiles"),
+        (axes[3], [r.cache_hits for r in reps], COLORS["run"], "cache hits"),
+    ):
+        ax.bar(x, values, 0.6, color=color)
+        ax.set_ylabel(label)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     for a in axes:
         a.grid(axis="y", alpha=0.3)
         a.set_axisbelow(True)
@@ -269,6 +257,9 @@ def history_figure(reports: Sequence[Any]) -> Any:
             )
         else:
             a.set_ylim(bottom=0)
-    ax.set_xticks(x, [f"{r.index}: {r.stance}" for r in reps], fontsize=7, rotation=30, ha="right")
+    ax = axes[3]
+    ax.set_xticks(
+        x, [f"{r.index}: {r.stance_label}" for r in reps], fontsize=7, rotation=30, ha="right"
+    )
     ax.set_xlabel("measured cell: stance")
     return fig

@@ -11,11 +11,13 @@ light, and torch is imported the first time a function here needs it.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 #: Oldest torch with ``torch.compiler.set_stance``.
 MIN_TORCH = (2, 6)
@@ -202,6 +204,33 @@ def reset_compiled_code() -> None:
     import torch
 
     torch.compiler.reset()
+    # eager_then_compile remembers each function's first inputs outside the
+    # caches reset() clears; forget them too, or a "cold" run compiles at once.
+    from torch._dynamo import eval_frame
+
+    inputs = getattr(eval_frame, "_EXAMPLE_INPUTS", None)
+    if inputs:
+        inputs.clear()
+
+
+@contextlib.contextmanager
+def no_disk_caches() -> Iterator[None]:
+    """Turn off Inductor's FX graph cache and AOTAutograd's cache for a block,
+    so a compile after :func:`reset_compiled_code` is really from cold."""
+    require_torch()
+    import torch._functorch.config as fconf
+    import torch._inductor.config as iconf
+
+    saved = []
+    for mod, name in ((iconf, "fx_graph_cache"), (fconf, "enable_autograd_cache")):
+        if hasattr(mod, name):
+            saved.append((mod, name, getattr(mod, name)))
+            setattr(mod, name, False)
+    try:
+        yield
+    finally:
+        for mod, name, value in saved:
+            setattr(mod, name, value)
 
 
 # --------------------------------------------------------------------------
@@ -548,6 +577,24 @@ def cache_entries(fn: Callable[..., Any]) -> list[Any]:
 CACHE_LOOKUP_EVENT = "TorchDynamo Cache Lookup"
 
 
+@contextlib.contextmanager
+def _quiet_fd2() -> Iterator[None]:
+    """Kineto prints start/stop lines straight to file descriptor 2."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 class LookupProfiler:
     """Times cache lookups with torch's profiler (``--profile-guards``).
 
@@ -561,11 +608,13 @@ class LookupProfiler:
         from torch.profiler import ProfilerActivity, profile
 
         self._prof = profile(activities=[ProfilerActivity.CPU])
-        self._prof.__enter__()
+        with _quiet_fd2():
+            self._prof.__enter__()
 
     def stop(self) -> tuple[int, float]:
         """(number of lookups, total seconds)."""
-        self._prof.__exit__(None, None, None)
+        with _quiet_fd2():
+            self._prof.__exit__(None, None, None)
         events = [e for e in self._prof.events() if e.name == CACHE_LOOKUP_EVENT]
         return len(events), sum(e.cpu_time_total for e in events) / 1e6
 

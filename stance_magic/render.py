@@ -35,7 +35,7 @@ def _breakdown(rep: CellReport) -> str:
     parts = [
         f"{PHASE_LABELS[p]} {fmt_s(rep.compile_breakdown.get(p, 0.0))}"
         for p in PHASES
-        if rep.compile_breakdown.get(p, 0.0) > 0
+        if rep.compile_breakdown.get(p, 0.0) >= 1e-6
     ]
     return ", ".join(parts)
 
@@ -114,9 +114,13 @@ def report_text(rep: CellReport) -> str:
 
 
 CSS = (
-    "<style>.sm-report{border-collapse:collapse;font-size:12px;margin:4px 0}"
-    ".sm-report td,.sm-report th{padding:2px 8px;text-align:left;vertical-align:top;"
-    "border-bottom:1px solid #e0e0e0}.sm-report th{font-weight:600;white-space:nowrap}"
+    # doubled classes outrank JupyterLab's `.jp-RenderedHTMLCommon td` rules
+    "<style>.sm-report.sm-report{border-collapse:collapse;font-size:12px;margin:4px 0;"
+    "table-layout:auto;width:auto}"
+    ".sm-report.sm-report td,.sm-report.sm-report th{padding:2px 8px;text-align:left;"
+    "vertical-align:top;border-bottom:1px solid #e0e0e0;white-space:nowrap}"
+    ".sm-report.sm-report li{white-space:normal}"
+    ".sm-report.sm-report th{font-weight:600}"
     ".sm-report ul{margin:0;padding-left:16px}.sm-report caption{text-align:left;"
     "font-weight:600;padding-bottom:2px}.sm-err{color:#b00020}</style>"
 )
@@ -144,7 +148,7 @@ def report_html(rep: CellReport) -> str:
 HISTORY_COLUMNS = (
     ("cell", "cell"),
     ("label", "code"),
-    ("stance", "stance"),
+    ("stance_label", "stance"),
     ("wall_s", "wall"),
     ("compile_s", "compile"),
     ("compiles", "compiles"),
@@ -160,7 +164,14 @@ HISTORY_COLUMNS = (
 def _cell(key: str, v: Any) -> str:
     if key.endswith("_s"):
         return fmt_s(v)
-    return "" if v is None else str(v)
+    text = "" if v is None else str(v)
+    return shorten(text) if key == "error" else text
+
+
+def shorten(text: str, width: int = 60) -> str:
+    """One line of at most ``width`` characters (full text stays in the export)."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def text_table(head: Sequence[str], body: Sequence[Sequence[str]], indent: str = "") -> str:

@@ -106,6 +106,16 @@ class CellReport:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def stance_label(self) -> str:
+        """The stance with its flags, as a user would type it: ``default -u``."""
+        label = self.stance
+        if self.backend:
+            label += f" -b {self.backend}"
+        if self.skip_guard_eval_unsafe:
+            label += " -u"
+        return label
+
+    @property
     def compiled_anything(self) -> bool:
         return bool(self.compiles or self.backward_compiles)
 
@@ -120,6 +130,7 @@ class CellReport:
             "cell": self.index,
             "label": self.label or first_line(self.source),
             "stance": self.stance,
+            "stance_label": self.stance_label,
             "skip_guard_eval_unsafe": self.skip_guard_eval_unsafe,
             "backend": self.backend or "",
             "wall_s": self.wall_s,
@@ -189,6 +200,12 @@ def first_line(source: str, width: int = 40) -> str:
         if line and not line.startswith("#"):
             return line if len(line) <= width else line[: width - 1] + "…"
     return ""
+
+
+def _first_line(text: str) -> str:
+    """torch's reasons can carry a "User stack trace:" block: keep the reason."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[0] if lines else text
 
 
 def error_line(exc: BaseException) -> str:
@@ -276,7 +293,9 @@ def build_report(
     rep.compiles = len(fwd)
     rep.backward_compiles = len(frames) - len(fwd)
     rep.recompile_details = [
-        Recompile(f.recompile_reason, f.where, f.compile_id) for f in fwd if f.recompile_reason
+        Recompile(_first_line(f.recompile_reason), f.where, f.compile_id)
+        for f in fwd
+        if f.recompile_reason
     ]
     rep.recompiles = [r.reason for r in rep.recompile_details]
     rep.graph_break_details = [
@@ -290,7 +309,9 @@ def build_report(
     # A miss that compiled nothing: the stance ran the frame eagerly
     # (eager_on_recompile) or refused to recompile (fail_on_recompile).
     uncompiled_misses = max(window.misses - (rep.compiles - window.cold_compiles), 0)
-    rep.eager_first_calls = window.eager_first_calls
+    # aot_eager_then_compile compiles its first call under aot_eager (counted
+    # as a compile); only eager_then_compile runs it eagerly.
+    rep.eager_first_calls = window.eager_first_calls if stance.name == "eager_then_compile" else 0
     if stance.name == "eager_on_recompile":
         rep.eager_fallbacks = uncompiled_misses
         if not window.hits and not window.misses:

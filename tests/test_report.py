@@ -333,3 +333,35 @@ def test_profile_guards_measures_lookups_with_the_profiler(sh):
         assert rep.guard_method.startswith("measured: 20 'TorchDynamo Cache Lookup'")
         assert rep.guard_s > 0 and rep.guard_per_call_s == pytest.approx(rep.guard_s / 20)
         assert rep.cache_hits == 20
+
+
+def test_reset_also_forgets_eager_then_compile_first_inputs(sh):
+    sh.run_cell("et = torch.compile(lambda x: x * 13, backend='eager')")
+    cell = "%%stance eager_then_compile -q\nfor n in (2, 3, 4):\n    et(torch.ones(n))"
+    run(sh, cell)
+    assert last(sh).eager_first_calls == 1
+    run(sh, "%stance reset -q")
+    run(sh, cell)
+    rep = last(sh)
+    assert rep.eager_first_calls == 1 and rep.compiles == 1  # first call eager again
+
+
+def test_history_shows_flags_and_short_errors(sh):
+    run(sh, "%%stance default -u -q\nx = 1")
+    run(sh, "%%stance force_eager -q\nraise RuntimeError('x' * 300)")
+    _, cap = run(sh, "%stance history")
+    assert "default -u" in cap.stdout
+    assert max(len(line) for line in cap.stdout.splitlines()) < 250
+
+
+def test_recompile_reason_is_one_line(sh):
+    sh.run_cell(
+        "mod = torch.nn.Dropout(0.5)\n"
+        "cmod = torch.compile(mod, backend='eager')\n"
+        "cmod(torch.ones(4))\n"
+        "mod.eval()"
+    )
+    run(sh, "%%stance default -q\ncmod(torch.ones(4))")
+    rep = last(sh)
+    assert len(rep.recompiles) == 1
+    assert "\n" not in rep.recompiles[0] and "training" in rep.recompiles[0]
