@@ -298,7 +298,8 @@ class Engine:
         before = current_stance()
         if not self._cell_depth:
             self._last_session = before
-        _apply(stance)
+        if stance != before:
+            _apply(stance)
         self._cell_depth += 1
         try:
             if self._cell_depth == 1:
@@ -311,7 +312,8 @@ class Engine:
                 self._last_session = after
             else:
                 after = before
-            _apply(after)
+            if current_stance() != after:  # also undoes a change made by the block
+                _apply(after)
 
     # -- measuring ----------------------------------------------------------
     @property

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 import shlex
 import sys
 from typing import Any
@@ -46,6 +48,12 @@ _PARSER = _parser()
 
 
 def _parse(line: str) -> Any:
+    """Parse the magic's line (cached: the same line parses the same way)."""
+    return copy.copy(_parse_cached(line))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_cached(line: str) -> Any:
     try:
         argv = shlex.split(line)
     except ValueError as err:
@@ -156,8 +164,11 @@ class StanceMagics(Magics):
         except (StanceError, TorchSupportError, CompiledRegionError) as err:
             raise UsageError(str(err)) from None
 
-    def _namespace(self) -> dict[str, Any]:
-        """The user's names (not IPython's own), for -b NAME look-ups."""
+    def _namespace(self, args: Any) -> dict[str, Any] | None:
+        """The user's names (not IPython's own), for -b NAME look-ups; None
+        without -b, so an ordinary cell does not copy the namespace."""
+        if not args.backend:
+            return None
         hidden = self.shell.user_ns_hidden
         return {k: v for k, v in self.shell.user_ns.items() if k not in hidden}
 
@@ -173,7 +184,7 @@ class StanceMagics(Magics):
         if not words:
             if args.skip_guard_eval_unsafe or args.backend:
                 stance = make_stance(
-                    None, args.skip_guard_eval_unsafe, args.backend, self._namespace()
+                    None, args.skip_guard_eval_unsafe, args.backend, self._namespace(args)
                 )
                 return self._set_session(stance, args.quiet)
             s = self.engine.session
@@ -184,7 +195,9 @@ class StanceMagics(Magics):
             return None
         if len(words) > 1:
             raise UsageError(f"%stance: unexpected word {words[1]!r} after the stance")
-        stance = make_stance(words[0], args.skip_guard_eval_unsafe, args.backend, self._namespace())
+        stance = make_stance(
+            words[0], args.skip_guard_eval_unsafe, args.backend, self._namespace(args)
+        )
         return self._set_session(stance, args.quiet)
 
     def _set_session(self, stance: Stance, quiet: bool) -> None:
@@ -276,7 +289,7 @@ class StanceMagics(Magics):
             raise UsageError("--repeat needs a count of 1 or more")
         if args.sweep is not None and (words or args.compare):
             raise UsageError("--sweep runs every stance; give no STANCE and no --compare")
-        ns = self._namespace()
+        ns = self._namespace(args)
         if args.sweep is not None:
             names = [n.strip() for n in args.sweep.split(",") if n.strip()] or list(
                 supported_stances()
@@ -411,7 +424,10 @@ def show(obj: Any, plot: bool = True) -> None:
             from .render import advice_html
 
             _display("\n".join(f"hint: {a}" for a in lines), advice_html(lines))
-    if plot and hasattr(obj, "figure") and _can_show_images():
+    # A report's chart only when something compiled: an empty bar helps no
+    # one and drawing it costs about 60 ms.
+    worth = getattr(obj, "compiled_anything", True)
+    if plot and worth and hasattr(obj, "figure") and _can_show_images():
         from .plots import show_figure
 
         fig = obj.figure()

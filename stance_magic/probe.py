@@ -12,6 +12,7 @@ light, and torch is imported the first time a function here needs it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import sys
@@ -56,8 +57,15 @@ def _fmt(v: tuple[int, int]) -> str:
     return f"{v[0]}.{v[1]}"
 
 
+_TORCH_CHECKED = False
+_EVAL_FRAME: Any = None
+
+
 def require_torch() -> None:
-    """Raise :class:`TorchSupportError` unless torch >= :data:`MIN_TORCH`."""
+    """Raise :class:`TorchSupportError` unless torch >= :data:`MIN_TORCH` (checked once)."""
+    global _TORCH_CHECKED
+    if _TORCH_CHECKED:
+        return
     v = torch_version()
     if v < MIN_TORCH:
         import torch
@@ -66,9 +74,13 @@ def require_torch() -> None:
             f"stance_magic needs torch >= {_fmt(MIN_TORCH)} "
             f"(torch.compiler.set_stance); this is torch {torch.__version__}"
         )
+    _TORCH_CHECKED = True
 
 
 def _eval_frame() -> Any:
+    global _EVAL_FRAME
+    if _EVAL_FRAME is not None:
+        return _EVAL_FRAME
     require_torch()
     from torch._dynamo import eval_frame
 
@@ -78,6 +90,7 @@ def _eval_frame() -> Any:
                 f"torch._dynamo.eval_frame.{name} is missing in this torch "
                 f"({_torch_str()}); stance_magic supports torch {_fmt(MIN_TORCH)} to 2.14"
             )
+    _EVAL_FRAME = eval_frame
     return eval_frame
 
 
@@ -368,6 +381,13 @@ class Recorder:
         return cache_hit
 
     def _on_start(self, args: Any) -> None:
+        if self._open and self._saved_limit is None:
+            # A compile is starting inside the window: widen torch's record
+            # deque (before its record lands) so none of this window's drop.
+            from torch._dynamo import utils
+
+            self._saved_limit = utils._compilation_metrics.maxlen
+            utils.set_compilation_metrics_limit(len(utils._compilation_metrics) + 1_000_000)
         trigger = getattr(getattr(args, "callback_trigger", None), "name", "DYNAMO")
         if trigger != "DYNAMO":
             return
@@ -416,10 +436,7 @@ class Recorder:
 
         self._hits = self._misses = self._pending_misses = self._cold = 0
         self._window_costs = {}
-        dq = utils._compilation_metrics
-        self._saved_limit = dq.maxlen
-        # Widen the deque so no record of this window is dropped.
-        utils.set_compilation_metrics_limit(len(dq) + 1_000_000)
+        self._saved_limit = None  # widened by _on_start if anything compiles
         self._start_len = len(utils._compilation_metrics)
         self._gb_before = dict(utils.counters.get("graph_break", {}))
         self._examples_before = _example_input_counts()
@@ -435,6 +452,7 @@ class Recorder:
         records = list(dq)[self._start_len :] if len(dq) >= self._start_len else list(dq)
         if self._saved_limit is not None:
             utils.set_compilation_metrics_limit(self._saved_limit)
+            self._saved_limit = None
         gb_now = utils.counters.get("graph_break", {})
         breaks = {
             reason: n - self._gb_before.get(reason, 0)
@@ -464,16 +482,20 @@ class Recorder:
 
 def _example_input_counts() -> dict[str, int]:
     """Calls eager_then_compile has seen per frame (torch keeps their inputs)."""
-    import os
-
-    import torch
-    from torch._dynamo import eval_frame
-
-    inputs = getattr(eval_frame, "_EXAMPLE_INPUTS", None) or {}
+    inputs = getattr(_eval_frame(), "_EXAMPLE_INPUTS", None)
+    if not inputs:
+        return {}
     # Keys are filename + first line; torch's own frames traced while
     # compiling land here too and are not user calls.
-    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    torch_dir = _torch_dir()
     return {k: len(v) for k, v in inputs.items() if not k.startswith(torch_dir)}
+
+
+@functools.cache
+def _torch_dir() -> str:
+    import torch
+
+    return os.path.dirname(torch.__file__) + os.sep
 
 
 def _is_module(obj: Any) -> bool:
