@@ -322,3 +322,13 @@ def test_unload_while_watching_restores_torch_record_limit():
         assert get_engine().watch is False and get_engine()._recorder is None
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_ipython_syntax_inside_a_stance_cell(shell):
+    res, cap = run(
+        shell, "%%stance force_eager -q\nv = 3\n%time w = v * 2\nimport math\nmath.sqrt?"
+    )
+    assert res.success, res.error_in_exec
+    assert shell.user_ns["w"] == 6
+    res, cap = run(shell, "%%stance -q\n    indented = 1\n    other = 2")
+    assert res.success and shell.user_ns["other"] == 2

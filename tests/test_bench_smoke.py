@@ -1,0 +1,107 @@
+"""The overhead benchmark still runs: tiny repeat counts, in a fresh interpreter.
+
+Timing targets are machine dependent and are not asserted here; only that the
+script exits 0, prints every row, and that its figures are positive.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_overhead.py"
+
+ROWS = (
+    "plain cell, stance_magic cell hooks off",
+    "plain cell (extension loaded)",
+    "%%stance -q ",
+    "%%time (output captured; reference)",
+    "first %%stance -q cell of the session",
+    "%%stance --no-plot (text + HTML report)",
+    "%%stance (report + chart)",
+    'with set_stance("default"), stance_magic hooks off',
+    'with set_stance("default"), extension loaded',
+    "%%stance -q default",
+    "CellReport._repr_html_()",
+    "str(CellReport)",
+    "import stance_magic (python -c, minus python -c pass",
+    "import stance_magic (-X importtime, cumulative)",
+    "import stance_magic with IPython already imported",
+    "after import stance_magic: torch not loaded, matplotlib not loaded, ipywidgets not loaded",
+    "empty cell under %%stance -q, added per cell",
+    "compiled calls under %%stance -q vs bare torch",
+    "import stance_magic leaves torch, matplotlib, ipywidgets unloaded",
+)
+
+
+def test_benchmark_quick_run(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(SCRIPT.parent.parent),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = proc.stdout
+    for row in ROWS:
+        assert row in text, f"missing row {row!r} in:\n{text}"
+    assert text.count("MET") + text.count("MISSED") == 3
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+    res = json.loads(out.read_text())
+    figures = [
+        *(res["cells"]["cells"][k] for k in ("plain_no_hooks", "plain", "stance_q", "time")),
+        *(res["report_cells"]["cells"][k] for k in ("plain", "stance_report", "stance_chart")),
+        *(res["loop"]["cells"][k] for k in ("bare_pristine", "bare_hooked", "stance_q")),
+        *(res["loop"]["ratio"][k] for k in ("bare_hooked", "stance_q")),
+        res["render"]["html"],
+        res["render"]["text"],
+        res["import"]["importtime"],
+        res["import"]["in_ipython"],
+        res["import"]["process"]["import"],
+    ]
+    for fig in figures:
+        assert fig["n"] >= 1
+        assert fig["median"] > 0 and fig["q1"] > 0 and fig["q3"] >= fig["q1"]
+    assert res["cells"]["first_stance_cell_s"] > 0
+    assert res["load_ext_s"] is None or res["load_ext_s"] > 0
+    assert res["render"]["compiles"] >= 1 and res["render"]["html_chars"] > 0
+    assert res["import"]["heavy_loaded"] == []
+
+
+def test_format_results_has_every_section():
+    """The table builder on hand-made figures (no shell, no torch)."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import bench_overhead as b
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    S = b.Stat
+    cells = {k: S([1e-4, 1.1e-4]) for k in ("plain_no_hooks", "plain", "stance_q", "time")}
+    res = {
+        "command": "x",
+        "load_ext_s": 1.0,
+        "env": {"python": "3", "platform": "p", "cpus": "2"},
+        "cells": {
+            "rounds": 2,
+            "batch": 1,
+            "first_stance_cell_s": 1e-3,
+            "cells": cells,
+            "added": {k: S([1e-5]) for k in ("plain", "stance_q", "time")},
+        },
+        "loop": {
+            "calls": 10,
+            "rounds": 1,
+            "cells": {k: S([1e-3]) for k in ("bare_pristine", "bare_hooked", "stance_q")},
+            "ratio": {k: S([1.01]) for k in ("bare_hooked", "stance_q", "stance_q_vs_hooked")},
+        },
+    }
+    text = b.format_results(res)
+    assert "1. Per cell" in text and "2. One cell of 10 calls" in text
+    assert text.count("MET") == 2 and "MISSED" not in text
+    assert b.fmt_t(2.5e-6) == "2.5 µs" and b.fmt_t(0.0123) == "12.3 ms" and b.fmt_t(1.5) == "1.50 s"
+    assert b.fmt_d(-1e-6) == "−1.0 µs"
