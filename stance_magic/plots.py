@@ -226,7 +226,7 @@ def history_figure(reports: Sequence[Any]) -> Any:
     ax = axes[0]
     ax.bar(x, [v * cscale for v in comp], 0.6, color=COLORS["compile"])
     ax.set_ylabel(f"compile ({cunit})")
-    ax.set_title("session history: one group per measured cell", fontsize=10, loc="left")
+    ax.set_title("session history: one bar per measured cell", fontsize=10, loc="left")
     ax = axes[1]
     ax.bar(x, [v * gscale for v in guard], 0.6, color=COLORS["guard"])
     ax.set_ylabel(f"guards ({gunit})")
@@ -238,7 +238,7 @@ def history_figure(reports: Sequence[Any]) -> Any:
     ):
         ax.bar(x, values, 0.6, color=color)
         ax.set_ylabel(label)
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
     for a in axes:
         a.grid(axis="y", alpha=0.3)
         a.set_axisbelow(True)

@@ -119,7 +119,8 @@ CSS = (
     "table-layout:auto;width:auto}"
     ".sm-report.sm-report td,.sm-report.sm-report th{padding:2px 8px;text-align:left;"
     "vertical-align:top;border-bottom:1px solid #e0e0e0;white-space:nowrap}"
-    ".sm-report.sm-report li{white-space:normal}"
+    ".sm-report.sm-report li,.sm-report.sm-report td.sm-err,"
+    ".sm-table.sm-table td:last-child{white-space:normal;min-width:12em}"
     ".sm-report.sm-report th{font-weight:600}"
     ".sm-report ul{margin:0;padding-left:16px}.sm-report caption{text-align:left;"
     "font-weight:600;padding-bottom:2px}.sm-err{color:#b00020}</style>"
@@ -189,7 +190,7 @@ def html_table(head: Sequence[str], body: Sequence[Sequence[str]], caption: str 
     cap = f"<caption>{e(caption)}</caption>" if caption else ""
     th = "".join(f"<th>{e(h)}</th>" for h in head)
     rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in body)
-    return f'{CSS}<table class="sm-report">{cap}<tr>{th}</tr>{rows}</table>'
+    return f'{CSS}<table class="sm-report sm-table">{cap}<tr>{th}</tr>{rows}</table>'
 
 
 def _history_body(reports: Iterable[CellReport]) -> list[list[str]]:

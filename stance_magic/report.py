@@ -8,6 +8,7 @@ lives in :mod:`stance_magic.render`.
 from __future__ import annotations
 
 import statistics
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -41,7 +42,10 @@ class FrameCompile:
     @property
     def where(self) -> str:
         loc = short_path(self.filename) or "?"
-        return f"{self.name} ({loc}:{self.line})" if self.line else f"{self.name} ({loc})"
+        if not self.line:
+            return f"{self.name} ({loc})"
+        sep = ", line " if loc.startswith("In [") else ":"
+        return f"{self.name} ({loc}{sep}{self.line})"
 
 
 @dataclass
@@ -182,16 +186,32 @@ class CellReport:
 
 
 def short_path(path: str) -> str:
-    """A file path without its site-packages (or current directory) prefix."""
+    """A file path as a reader knows it: a notebook cell as ``In [N]``, a
+    library file without its site-packages (or current directory) prefix."""
     import os
     import site
 
+    cell = _cell_number(path)
+    if cell is not None:
+        return f"In [{cell}]"
     prefixes = [*site.getsitepackages(), site.getusersitepackages(), os.getcwd()]
     for prefix in sorted(prefixes, key=len, reverse=True):
         prefix = prefix.rstrip(os.sep) + os.sep
         if path.startswith(prefix):
             return path[len(prefix) :]
     return path
+
+
+def _cell_number(path: str) -> int | None:
+    """The execution count IPython gave the cell compiled under ``path``."""
+    ip = sys.modules.get("IPython")
+    get = getattr(ip, "get_ipython", None) if ip is not None else None
+    shell = get() if get is not None else None
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    if not names or path not in names:
+        return None
+    number = names[path]
+    return number if isinstance(number, int) and number > 0 else None
 
 
 def first_line(source: str, width: int = 40) -> str:

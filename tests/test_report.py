@@ -365,3 +365,12 @@ def test_recompile_reason_is_one_line(sh):
     rep = last(sh)
     assert len(rep.recompiles) == 1
     assert "\n" not in rep.recompiles[0] and "training" in rep.recompiles[0]
+
+
+def test_frames_defined_in_a_cell_are_named_by_the_cell(sh):
+    res, _ = run(
+        sh, "def cellfn(x):\n    return x * 17\ncf17 = torch.compile(cellfn, backend='eager')"
+    )
+    n = res.execution_count
+    run(sh, "%%stance default -q\ncf17(torch.ones(2))")
+    assert last(sh).frames[0].where == f"cellfn (In [{n}], line 1)"
