@@ -190,7 +190,10 @@ def html_table(head: Sequence[str], body: Sequence[Sequence[str]], caption: str 
     cap = f"<caption>{e(caption)}</caption>" if caption else ""
     th = "".join(f"<th>{e(h)}</th>" for h in head)
     rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in body)
-    return f'{CSS}<table class="sm-report sm-table">{cap}<tr>{th}</tr>{rows}</table>'
+    return (
+        f'{CSS}<div style="overflow-x:auto"><table class="sm-report sm-table">{cap}'
+        f"<tr>{th}</tr>{rows}</table></div>"
+    )
 
 
 def _history_body(reports: Iterable[CellReport]) -> list[list[str]]:

@@ -214,7 +214,7 @@ def _cell_number(path: str) -> int | None:
     return number if isinstance(number, int) and number > 0 else None
 
 
-def first_line(source: str, width: int = 40) -> str:
+def first_line(source: str, width: int = 30) -> str:
     for line in source.splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
@@ -223,9 +223,11 @@ def first_line(source: str, width: int = 40) -> str:
 
 
 def _first_line(text: str) -> str:
-    """torch's reasons can carry a "User stack trace:" block: keep the reason."""
+    """torch's reasons can carry a "User stack trace:" block and, after
+    ``  # ``, the source line the guard came from: keep the reason itself."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return lines[0] if lines else text
+    first = lines[0] if lines else text
+    return first.split("  # ")[0].split(" # ")[0].rstrip()
 
 
 def error_line(exc: BaseException) -> str:
