@@ -15,6 +15,7 @@ def load(ipython: Any) -> None:
     if key in _STATE:  # %load_ext twice: nothing is registered twice
         return
     engine = get_engine()
+    engine.new_session()
     magics = StanceMagics(ipython, engine)
     ipython.register_magics(magics)
     ipython.events.register("pre_run_cell", magics.pre_run_cell)

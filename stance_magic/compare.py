@@ -34,9 +34,12 @@ class Steady:
     warning: str | None = None
 
     @classmethod
-    def of(cls, runs: Sequence[float], what: str) -> Steady:
+    def of(cls, runs: Sequence[float], what: str, warmup: int = 1) -> Steady:
+        """Steady state of ``runs``: the first ``warmup`` runs excluded (all
+        but the last if that leaves none)."""
         runs = list(runs)
-        steady = runs[1:] if len(runs) > 1 else runs
+        warmup = min(max(warmup, 1), len(runs) - 1) if len(runs) > 1 else 0
+        steady = runs[warmup:]
         med = statistics.median(steady)
         if len(steady) >= 4:
             q = statistics.quantiles(steady, n=4)
@@ -97,16 +100,21 @@ class CompareResult:
         return advise(self.report, compare=self)
 
 
-def break_even(first_compiled: float, compiled: float, eager: float) -> int | None:
+def break_even(
+    warmup_total: float, compiled: float, eager: float, warmup_runs: int = 1
+) -> int | None:
     """Runs after which compiling has paid for itself, or None if it never does.
 
-    After k runs the compiled cell has cost ``first + (k-1)*compiled`` and the
-    eager one ``k*eager``; the smallest k where compiled is no dearer is
-    ``ceil((first - compiled) / (eager - compiled))``.
+    The first ``warmup_runs`` compiled runs (the ones that compiled) cost
+    ``warmup_total`` together; after k >= warmup_runs runs the compiled cell
+    has cost ``warmup_total + (k - warmup_runs) * compiled`` and the eager one
+    ``k * eager``. The smallest such k where compiled is no dearer is
+    ``ceil((warmup_total - warmup_runs * compiled) / (eager - compiled))``.
     """
     if eager <= compiled:
         return None
-    return max(1, math.ceil((first_compiled - compiled) / (eager - compiled)))
+    k = math.ceil((warmup_total - warmup_runs * compiled) / (eager - compiled))
+    return max(warmup_runs, k, 1)
 
 
 def _timed(run: Callable[[], Any]) -> tuple[float, Any]:
@@ -141,27 +149,44 @@ def compare(
             t, _value = _timed(run)
             eager_runs.append(t)
     compiled_runs: list[float] = []
+    compiled_in: list[bool] = []  # did this run compile anything?
     value = None
+    recorder = engine.recorder
     with engine.measure(stance, source=source, profile_guards=profile_guards) as rep:
         for _ in range(repeat):
+            before = recorder.compile_starts
             t, value = _timed(run)
             compiled_runs.append(t)
+            compiled_in.append(recorder.compile_starts != before)
+    # Warm-up: every run up to the last one that compiled (eager_then_compile
+    # compiles on its second run, a recompile can come later still).
+    warmup = max((i + 1 for i, c in enumerate(compiled_in) if c), default=1)
     se = Steady.of(eager_runs, "eager")
-    sc = Steady.of(compiled_runs, "compiled")
+    sc = Steady.of(compiled_runs, "compiled", warmup=warmup)
+    warnings = [w for w in (se.warning, sc.warning) if w]
     if repeat == 1:
         # No steady state: take the compiled run without its compile time.
         sc.median = max(compiled_runs[0] - rep.compile_s, 0.0)
-    rep.runs = {"eager": eager_runs, "compiled": compiled_runs}
-    rep.eager_s = se.median
-    rep.compiled_s = sc.median
-    rep.speedup = se.median / sc.median if sc.median > 0 else None
-    rep.break_even_calls = break_even(compiled_runs[0], sc.median, se.median)
-    warnings = [w for w in (se.warning, sc.warning) if w]
-    if repeat == 1:
         warnings = [
             "one run each: steady state estimated as the compiled run minus its compile "
             "time (use --repeat 5 or more)"
         ]
+    elif warmup >= repeat:
+        warnings.append(
+            f"the last of the {repeat} compiled runs still compiled: no steady state "
+            "yet (use a larger --repeat)"
+        )
+    if not any(compiled_in) and stance.name == "eager_then_compile" and repeat < 3:
+        warnings.append(
+            "eager_then_compile runs the first call eagerly and compiles on the second: "
+            "use --repeat 3 or more to see the compiled code"
+        )
+    rep.runs = {"eager": eager_runs, "compiled": compiled_runs}
+    rep.eager_s = se.median
+    rep.compiled_s = sc.median
+    rep.speedup = se.median / sc.median if sc.median > 0 else None
+    w = min(warmup, len(compiled_runs))
+    rep.break_even_calls = break_even(sum(compiled_runs[:w]), sc.median, se.median, w)
     rep.notes.extend(warnings)
     return CompareResult(rep, eager_runs, compiled_runs, se, sc, value, warnings)
 

@@ -283,6 +283,10 @@ class Engine:
             self._last_session = now
             self._emit("session", now)
 
+    def new_session(self) -> None:
+        """A shell loaded the extension: one-per-session warnings show again."""
+        self._warned_skip_guard = False
+
     def take_skip_guard_warning(self, stance: Stance) -> str | None:
         """The skip_guard_eval_unsafe warning, the first time a session asks."""
         if stance.skip_guard_eval_unsafe and not self._warned_skip_guard:
@@ -413,7 +417,7 @@ class Measurement:
         self.report = CellReport(stance=stance.name)
         self._recorder = engine.recorder
         self._done = False
-        self._recorder.start()
+        self._mark = self._recorder.start()
         self._profiler = probe.LookupProfiler() if profile_guards else None
         self._t0 = time.perf_counter()
 
@@ -426,7 +430,7 @@ class Measurement:
         from .report import build_report
 
         profiled = self._profiler.stop() if self._profiler is not None else None
-        window = self._recorder.stop()
+        window = self._recorder.stop(self._mark)
         window.profiled_lookups = profiled
         build_report(
             self.report,

@@ -12,12 +12,26 @@ from typing import Any, Iterable
 
 
 def _atomic_write(path: str | os.PathLike[str], text: str) -> Path:
+    """Write via a temporary file beside the target, then rename: the target
+    is replaced whole or left as it was. Errors name the user's path; an
+    existing file keeps its permissions, a new one gets the umask's."""
     target = Path(path).expanduser()
-    directory = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise IsADirectoryError(f"{target} is a directory")
+    directory = target.parent
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no directory {directory} for {target}")
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         try:

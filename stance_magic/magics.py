@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+import inspect
 import shlex
 import sys
 from typing import Any
@@ -184,7 +185,11 @@ class StanceMagics(Magics):
         if not words:
             if args.skip_guard_eval_unsafe or args.backend:
                 stance = make_stance(
-                    None, args.skip_guard_eval_unsafe, args.backend, self._namespace(args)
+                    None,
+                    args.skip_guard_eval_unsafe,
+                    args.backend,
+                    self._namespace(args),
+                    base=self.engine.session,
                 )
                 return self._set_session(stance, args.quiet)
             s = self.engine.session
@@ -236,13 +241,14 @@ class StanceMagics(Magics):
             raise UsageError(f"%stance history: unexpected word {rest[0]!r}")
         hist = History(self.engine.history)
         written = []
-        try:
-            if args.csv:
-                written.append(export.write_csv(hist, args.csv))
-            if args.json:
-                written.append(export.write_json(hist, args.json))
-        except OSError as err:
-            raise UsageError(f"%stance history: cannot write: {err}") from None
+        for path, write in ((args.csv, export.write_csv), (args.json, export.write_json)):
+            if not path:
+                continue
+            try:
+                written.append(write(hist, path))
+            except OSError as err:
+                reason = err.strerror if err.strerror else str(err)
+                raise UsageError(f"%stance history: cannot write {path}: {reason}") from None
         for path in written:
             print(f"wrote {len(hist)} rows to {path}")
         if args.plot and not args.no_plot and _can_show_images():
@@ -294,6 +300,11 @@ class StanceMagics(Magics):
             names = [n.strip() for n in args.sweep.split(",") if n.strip()] or list(
                 supported_stances()
             )
+            if args.backend:
+                raise UsageError(
+                    "-b does not go with --sweep (torch forces a backend only under "
+                    "'default'); compare backends with one %%stance default -b NAME cell each"
+                )
             stances = [make_stance(n, args.skip_guard_eval_unsafe, None, ns) for n in names]
             stance = None
         else:
@@ -353,22 +364,34 @@ class StanceMagics(Magics):
         __tracebackhide__ = True
         shell = self.shell
         transformed = shell.transform_cell(cell) if _needs_transform(cell) else cell
-        filename = shell.compile.cache(transformed, shell.execution_count, raw_code=cell)
+        filename = shell.compile.cache(transformed, _cell_number(shell), raw_code=cell)
         tree = shell.compile.ast_parse(transformed, filename=filename)
         tree = shell.transform_ast(tree)
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_with_semicolon(cell):
             last = ast.Expression(tree.body.pop().value)
-        code = shell.compile(tree, filename, "exec")
-        code_last = shell.compile(last, filename, "eval") if last is not None else None
+        # Top-level await compiles to a coroutine, as in a plain cell.
+        with shell.compile.extra_flags(getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)):
+            code = shell.compile(tree, filename, "exec")
+            code_last = shell.compile(last, filename, "eval") if last is not None else None
+        is_async = any(
+            c is not None and c.co_flags & inspect.CO_COROUTINE for c in (code, code_last)
+        )
+        if is_async:
+            _check_can_await()
         glob, loc = shell.user_global_ns, shell.user_ns
 
         def run() -> Any:
             __tracebackhide__ = True
-            exec(code, glob, loc)
-            if code_last is not None:
-                return eval(code_last, glob, loc)
-            return None
+            result = eval(code, glob, loc)
+            if inspect.iscoroutine(result):
+                shell.loop_runner(result)
+            if code_last is None:
+                return None
+            value = eval(code_last, glob, loc)
+            if inspect.iscoroutine(value):
+                value = shell.loop_runner(value)
+            return value
 
         return run
 
@@ -418,8 +441,41 @@ def _needs_transform(cell: str) -> bool:
 
 
 def _ends_with_semicolon(cell: str) -> bool:
-    lines = [ln for ln in cell.rstrip().splitlines() if ln.strip()]
+    """IPython's own test (by tokens: a trailing comment does not hide the ';')."""
+    from IPython.core.displayhook import DisplayHook
+
+    check = getattr(DisplayHook, "semicolon_at_end_of_expression", None)
+    if check is not None:
+        return bool(check(cell))
+    lines = [ln for ln in cell.rstrip().splitlines() if ln.strip()]  # pragma: no cover
     return bool(lines) and lines[-1].rstrip().endswith(";")
+
+
+def _cell_number(shell: Any) -> int:
+    """The number IPython gave the cell that is running (In [N])."""
+    names = getattr(shell.compile, "_filename_map", {})
+    frame = sys._getframe(1)
+    while frame is not None:
+        number = names.get(frame.f_code.co_filename)
+        if number is not None:
+            return number
+        frame = frame.f_back
+    return shell.execution_count
+
+
+def _check_can_await() -> None:
+    """An awaiting cell needs an event loop this magic can run; in a Jupyter
+    kernel the cell already runs inside one, so a cell magic cannot."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UsageError(
+        "%%stance cannot run a cell that awaits inside a running event loop (as in "
+        "Jupyter): await in a plain cell, and call the compiled code under %%stance"
+    )
 
 
 def _can_show_images() -> bool:

@@ -263,7 +263,6 @@ class Window:
     misses: int = 0
     cold_compiles: int = 0
     graph_breaks: dict[str, int] = field(default_factory=dict)
-    entry_costs_s: dict[str, float] = field(default_factory=dict)
     known_costs_s: dict[str, float] = field(default_factory=dict)
     #: compile_id -> (name, file, line) of the module a torch.compile(module)
     #: wrapper frame calls, so reports name the model, not torch's wrapper
@@ -272,6 +271,19 @@ class Window:
     eager_first_calls: int = 0
     #: (lookups, seconds) from the profiler, when --profile-guards was asked for
     profiled_lookups: tuple[int, float] | None = None
+
+
+@dataclass
+class _Mark:
+    """Running totals at the start of a window."""
+
+    hits: int
+    misses: int
+    cold: int
+    compiles: int
+    start_len: int
+    graph_breaks: dict[str, int]
+    examples: dict[str, int]
 
 
 class Recorder:
@@ -299,14 +311,12 @@ class Recorder:
         self._misses = 0
         self._pending_misses = 0
         self._cold = 0
-        self._start_len = 0
         self._saved_limit: int | None = None
-        self._gb_before: dict[str, int] = {}
-        self._window_costs: dict[str, float] = {}
+        #: compiles started so far (every trigger), a running total
+        self.compile_starts = 0
         #: compile_id -> warm guard check seconds, for entries alive now
         self.entry_costs_s: dict[str, float] = {}
         self.module_frames: dict[str, tuple[str, str, int | None]] = {}
-        self._examples_before: dict[str, int] = {}
 
     # -- installation -----------------------------------------------------
     def install(self) -> None:
@@ -350,9 +360,7 @@ class Recorder:
     def uninstall(self) -> None:
         if not self.installed:
             return
-        if self._open:  # a window left open: give torch its record limit back
-            self._open = 1
-            self.stop()
+        self.close_all()
         import torch._dynamo.guards as guards
         from torch._C._dynamo import eval_frame as c_eval_frame
         from torch._dynamo.callback import callback_handler
@@ -388,6 +396,7 @@ class Recorder:
 
             self._saved_limit = utils._compilation_metrics.maxlen
             utils.set_compilation_metrics_limit(len(utils._compilation_metrics) + 1_000_000)
+        self.compile_starts += 1
         trigger = getattr(getattr(args, "callback_trigger", None), "name", "DYNAMO")
         if trigger != "DYNAMO":
             return
@@ -419,47 +428,54 @@ class Recorder:
         except Exception:
             return
         self.entry_costs_s[cid] = cost
-        if self._open:
-            self._window_costs[cid] = cost
         fn = local_scope.get("fn") if hasattr(local_scope, "get") else None
         if fn is not None and _is_module(fn):
             self.module_frames[cid] = _module_location(fn)
 
     # -- windows ----------------------------------------------------------
-    def start(self) -> None:
-        """Open a measuring window (windows nest: the outer one counts)."""
+    def start(self) -> _Mark:
+        """Open a measuring window; windows nest, each sees what ran inside it.
+
+        The hooks keep running totals; a window is the difference between
+        the totals at its :meth:`stop` and at its start (the returned mark).
+        """
         self.ensure_installed()
+        from torch._dynamo import utils
+
+        if not self._open:
+            self._saved_limit = None  # widened by _on_start if anything compiles
         self._open += 1
-        if self._open > 1:
-            return
+        return _Mark(
+            hits=self._hits,
+            misses=self._misses,
+            cold=self._cold,
+            compiles=self.compile_starts,
+            start_len=len(utils._compilation_metrics),
+            graph_breaks=dict(utils.counters.get("graph_break", {})),
+            examples=_example_input_counts(),
+        )
+
+    def stop(self, mark: _Mark) -> Window:
+        """Close the window opened with ``mark`` and return what it saw."""
         from torch._dynamo import utils
 
-        self._hits = self._misses = self._pending_misses = self._cold = 0
-        self._window_costs = {}
-        self._saved_limit = None  # widened by _on_start if anything compiles
-        self._start_len = len(utils._compilation_metrics)
-        self._gb_before = dict(utils.counters.get("graph_break", {}))
-        self._examples_before = _example_input_counts()
-
-    def stop(self) -> Window:
-        """Close the window and return what it saw."""
-        self._open -= 1
-        if self._open > 0:
-            return Window()
-        from torch._dynamo import utils
-
+        self._open = max(self._open - 1, 0)
         dq = utils._compilation_metrics
-        records = list(dq)[self._start_len :] if len(dq) >= self._start_len else list(dq)
-        if self._saved_limit is not None:
+        n_new = self.compile_starts - mark.compiles
+        records = list(dq)[mark.start_len :] if len(dq) >= mark.start_len else list(dq)
+        if not n_new:
+            records = [r for r in records if getattr(r, "is_runtime", False)]
+        if not self._open and self._saved_limit is not None:
             utils.set_compilation_metrics_limit(self._saved_limit)
             self._saved_limit = None
         gb_now = utils.counters.get("graph_break", {})
+        before_gb = mark.graph_breaks
         breaks = {
-            reason: n - self._gb_before.get(reason, 0)
+            reason: n - before_gb.get(reason, 0)
             for reason, n in gb_now.items()
-            if n - self._gb_before.get(reason, 0) > 0
+            if n - before_gb.get(reason, 0) > 0
         }
-        before = self._examples_before
+        before = mark.examples
         eager_first = sum(
             1 for k, n in _example_input_counts().items() if n >= 1 and before.get(k, 0) == 0
         )
@@ -467,13 +483,19 @@ class Recorder:
             eager_first_calls=eager_first,
             module_frames=dict(self.module_frames),
             records=records,
-            hits=self._hits,
-            misses=self._misses,
-            cold_compiles=self._cold,
+            hits=self._hits - mark.hits,
+            misses=self._misses - mark.misses,
+            cold_compiles=self._cold - mark.cold,
             graph_breaks=breaks,
-            entry_costs_s=dict(self._window_costs),
             known_costs_s=dict(self.entry_costs_s),
         )
+
+    def close_all(self) -> None:
+        """Give torch its record limit back if windows were left open."""
+        if self._open:
+            self._open = 1
+            self.stop(self.start())
+            self._open = 0
 
     @property
     def open(self) -> bool:

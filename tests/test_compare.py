@@ -217,3 +217,16 @@ def test_hint_for_break_even_and_graph_breaks_and_warm():
         cache_hits=4,
     )
     assert len(advise(many)) <= 3
+
+
+def test_compare_eager_then_compile_excludes_the_compiling_run(sh):
+    sh.run_cell(SLOW_EAGER)
+    run(sh, "%%stance eager_then_compile --compare --repeat 5 --no-plot\ncwork(torch.ones(2))")
+    rep = stance_magic.history()[-1]
+    comp = rep.runs["compiled"]
+    # run 1 eager (sleeps), run 2 compiles; the steady state is runs 3-5
+    assert comp[0] >= 0.01 and rep.compiles == 1
+    assert rep.compiled_s == pytest.approx(sorted(comp[2:])[1])
+    assert rep.compiled_s < 0.005
+    expected = math.ceil((comp[0] + comp[1] - 2 * rep.compiled_s) / (rep.eager_s - rep.compiled_s))
+    assert rep.break_even_calls == max(expected, 2)

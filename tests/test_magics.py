@@ -332,3 +332,36 @@ def test_ipython_syntax_inside_a_stance_cell(shell):
     assert shell.user_ns["w"] == 6
     res, cap = run(shell, "%%stance -q\n    indented = 1\n    other = 2")
     assert res.success and shell.user_ns["other"] == 2
+
+
+def test_top_level_await_in_a_stance_cell(shell):
+    shell.run_cell("async def three():\n    return 3")
+    res, _ = run(shell, "%%stance force_eager -q\nx = await three()\nx + 1")
+    assert res.success, res.error_in_exec
+    assert shell.user_ns["x"] == 3 and res.result == 4
+
+
+def test_line_flags_keep_the_session_stance(shell):
+    run(shell, "%stance force_eager -q")
+    run(shell, "%stance -u -q")
+    s = stance_magic.current_stance()
+    assert s.name == "force_eager" and s.skip_guard_eval_unsafe
+    res, _ = run(shell, "%stance -b eager")
+    assert "only be forced with the 'default' stance" in str(res.error_in_exec)
+
+
+def test_sweep_refuses_a_backend(shell):
+    res, _ = run(shell, "%%stance --sweep -b eager\nran = 1")
+    assert "-b does not go with --sweep" in str(res.error_in_exec)
+    assert "ran" not in shell.user_ns
+
+
+def test_semicolon_with_a_trailing_comment_hides_the_value(shell):
+    res, _ = run(shell, "%%stance -q\nx = 41\nx;  # hidden")
+    assert res.result is None
+
+
+def test_cell_number_in_tracebacks_is_the_cells_own(shell):
+    res, cap = run(shell, "%%stance -q\n1/0")
+    n = res.execution_count
+    assert f"In[{n}]" in (cap.stdout + cap.stderr).replace(" ", "")

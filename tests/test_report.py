@@ -374,3 +374,33 @@ def test_frames_defined_in_a_cell_are_named_by_the_cell(sh):
     n = res.execution_count
     run(sh, "%%stance default -q\ncf17(torch.ones(2))")
     assert last(sh).frames[0].where == f"cellfn (In [{n}], line 1)"
+
+
+def test_nested_stance_cells_each_report_their_own(sh):
+    sh.run_cell("nf = torch.compile(lambda x: x.cos() * 2, backend='eager')")
+    run(
+        sh,
+        "%%stance force_eager -q\n"
+        "get_ipython().run_cell_magic('stance', 'default -q', 'nf(torch.ones(5))')",
+    )
+    inner, outer = stance_magic.history()[-2:]
+    assert (inner.stance, inner.compiles, inner.cache_misses) == ("default", 1, 1)
+    assert inner.compile_s > 0
+    assert outer.stance == "force_eager"  # the outer cell ran the inner one: it includes it
+    assert outer.compile_s >= inner.compile_s
+
+
+def test_export_keeps_permissions_and_names_the_path(sh, tmp_path):
+    import os
+
+    run(sh, "%%stance -q\nx = 1")
+    p = tmp_path / "h.csv"
+    p.write_text("old")
+    os.chmod(p, 0o644)
+    run(sh, f"%stance history --csv {p} -q")
+    assert oct(p.stat().st_mode & 0o777) == "0o644" and p.read_text().startswith("cell,")
+    res, _ = run(sh, f"%stance history --csv {tmp_path}")
+    assert str(tmp_path) in str(res.error_in_exec) and ".h" not in str(res.error_in_exec)
+    res, _ = run(sh, f"%stance history --json {tmp_path}/nodir/x.json")
+    msg = str(res.error_in_exec)
+    assert "nodir/x.json" in msg and ".x.json." not in msg
