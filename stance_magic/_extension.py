@@ -33,6 +33,7 @@ def unload(ipython: Any) -> None:
     if state is None:
         return
     magics = state["magics"]
+    get_engine().unobserve(magics._on_engine)
     # The %unload_ext cell itself may be watched: close that window now, as
     # its post_run_cell hook is about to be removed.
     magics.close_watch()

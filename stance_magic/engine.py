@@ -212,7 +212,9 @@ class Engine:
     Front ends (magics, panel) call its methods and subscribe with
     :meth:`observe`; events are ``("session", Stance)``, ``("cell", Stance)``
     when a cell starts under a stance, ``("report", CellReport)``,
-    ``("watch", bool)`` and ``("reset", None)``.
+    ``("watch", bool)``, ``("reset", None)`` and ``("undone", (Stance, Stance))``
+    when a block under :meth:`applied` set a stance of its own that was then
+    replaced by the one from before the block.
     """
 
     def __init__(self) -> None:
@@ -316,7 +318,11 @@ class Engine:
                 self._last_session = after
             else:
                 after = before
-            if current_stance() != after:  # also undoes a change made by the block
+            now = current_stance()
+            if now != after:  # also undoes a change made by the block
+                if now != stance:
+                    # the block called torch.compiler.set_stance itself
+                    self._emit("undone", (now, after))
                 _apply(after)
 
     # -- measuring ----------------------------------------------------------

@@ -80,6 +80,17 @@ class StanceMagics(Magics):
         self.engine = engine or get_engine()
         self._pending: list[tuple[Any, bool]] = []
         self._watch_measure: Any = None
+        self.engine.observe(self._on_engine)
+
+    def _on_engine(self, event: str, value: Any) -> None:
+        if event == "undone":
+            inside, back = value
+            print(
+                f"stance_magic: this cell set the stance to {inside} itself; a %%stance "
+                f"cell's stance ends with the cell, so {back} is back "
+                f"(use %stance {inside.name} to keep it for the session)",
+                file=sys.stderr,
+            )
 
     # -- the magic ----------------------------------------------------------
     @no_var_expand

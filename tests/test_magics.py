@@ -365,3 +365,13 @@ def test_cell_number_in_tracebacks_is_the_cells_own(shell):
     res, cap = run(shell, "%%stance -q\n1/0")
     n = res.execution_count
     assert f"In[{n}]" in (cap.stdout + cap.stderr).replace(" ", "")
+
+
+def test_a_direct_set_stance_inside_a_stance_cell_is_undone_and_said(shell):
+    res, cap = run(
+        shell, "%%stance default -q\nimport torch\ntorch.compiler.set_stance('force_eager')"
+    )
+    assert res.success
+    assert stance_magic.current_stance().name == "default"
+    assert "set the stance to force_eager itself" in cap.stderr
+    assert "%stance force_eager" in cap.stderr
