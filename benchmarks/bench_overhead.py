@@ -405,14 +405,10 @@ def bench_import(repeats: int = 15) -> dict[str, Any]:
 
 
 def fmt_t(s: float) -> str:
-    if s != s:  # nan
-        return "n/a"
-    a = abs(s)
-    if a >= 1:
-        return f"{s:.2f} s"
-    if a >= 1e-3:
-        return f"{s * 1e3:.1f} ms"
-    return f"{s * 1e6:.1f} µs"
+    """Seconds as the reports show them (NaN: n/a)."""
+    from stance_magic.render import fmt_s
+
+    return "n/a" if s != s else fmt_s(s)
 
 
 def fmt_d(s: float) -> str:

@@ -15,7 +15,6 @@ import contextlib
 import functools
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -292,7 +291,7 @@ class Recorder:
     * a guard-complete hook counts cache hits and misses (torch calls it
       after every cache lookup; the first call into an empty cache does not
       look up, so a compile not preceded by a miss is counted as a cold miss);
-    * compile start/end callbacks mark compile windows;
+    * a compile-start callback counts compiles and widens the record deque;
     * ``guard_manager_testing_hook_fn`` times each new cache entry's guard
       check warm, at compile time;
     * the compilation-metrics deque is widened while a window is open, so a
@@ -341,8 +340,6 @@ class Recorder:
 
         if self._on_start not in callback_handler.start_callbacks:
             callback_handler.register_start_callback(self._on_start)
-        if self._on_end not in callback_handler.end_callbacks:
-            callback_handler.register_end_callback(self._on_end)
 
     def ensure_installed(self) -> None:
         """Re-register what ``torch.compiler.reset()`` cleared."""
@@ -368,10 +365,7 @@ class Recorder:
         c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
         if guards.guard_manager_testing_hook_fn == self._testing_hook:
             guards.guard_manager_testing_hook_fn = self._prev_testing_hook
-        for lst, fn in (
-            (callback_handler.start_callbacks, self._on_start),
-            (callback_handler.end_callbacks, self._on_end),
-        ):
+        for lst, fn in ((callback_handler.start_callbacks, self._on_start),):
             while fn in lst:
                 lst.remove(fn)
         self.installed = False
@@ -404,9 +398,6 @@ class Recorder:
             self._pending_misses -= 1
         else:
             self._cold += 1
-
-    def _on_end(self, args: Any) -> None:
-        pass
 
     def _testing_hook(self, guard_manager: Any, local_scope: Any, builder: Any) -> None:
         prev = self._prev_testing_hook
@@ -661,10 +652,6 @@ class LookupProfiler:
             self._prof.__exit__(None, None, None)
         events = [e for e in self._prof.events() if e.name == CACHE_LOOKUP_EVENT]
         return len(events), sum(e.cpu_time_total for e in events) / 1e6
-
-
-def torch_is_imported() -> bool:
-    return "torch" in sys.modules
 
 
 def resume_location(co_name: str | None) -> str | None:

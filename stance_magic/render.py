@@ -197,7 +197,8 @@ def html_table(head: Sequence[str], body: Sequence[Sequence[str]], caption: str 
 
 
 def _history_body(reports: Iterable[CellReport]) -> list[list[str]]:
-    return [[_cell(k, r.summary_row()[k]) for k, _ in HISTORY_COLUMNS] for r in reports]
+    rows = [r.summary_row() for r in reports]
+    return [[_cell(k, row[k]) for k, _ in HISTORY_COLUMNS] for row in rows]
 
 
 def history_text(reports: Iterable[CellReport]) -> str:

@@ -125,8 +125,7 @@ class CellReport:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready) for export."""
-        d = asdict(self)
-        return d
+        return asdict(self)
 
     def summary_row(self) -> dict[str, Any]:
         """One flat row for the history table and CSV export."""
