@@ -21,9 +21,6 @@ def load(ipython: Any) -> None:
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     ipython.events.register("post_run_cell", magics.post_run_cell)
     _STATE[key] = {"magics": magics, "stance_before": current_stance()}
-    # Hook into torch now, so entries compiled before the first measured cell
-    # have their guard checks timed too.
-    _ = engine.recorder
 
 
 def unload(ipython: Any) -> None:

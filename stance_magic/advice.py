@@ -11,11 +11,18 @@ MAX_HINTS = 3
 #: Guard evaluation above this share of the steady-state time earns a hint.
 GUARD_SHARE = 0.10
 
-_SIZE = re.compile(r"size mismatch|rank mismatch|stride mismatch|size\(\)", re.I)
+#: A dimension changed its size: dynamic shapes can serve it with one graph.
+_SIZE = re.compile(r"size mismatch at index|size\(\)", re.I)
+#: The rank or the dtype changed: no dynamic dimension covers that.
+_KIND = re.compile(r"rank mismatch|dtype mismatch", re.I)
 
 
 def _size_recompiles(rep: Any) -> list[str]:
-    return [r for r in rep.recompiles if _SIZE.search(r)]
+    return [r for r in rep.recompiles if _SIZE.search(r) and not _KIND.search(r)]
+
+
+def _kind_recompiles(rep: Any) -> list[str]:
+    return [r for r in rep.recompiles if _KIND.search(r)]
 
 
 def _n(k: int, word: str) -> str:
@@ -35,6 +42,14 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
             f"{len(sized)} recompile{'s' if len(sized) != 1 else ''} from changing shapes "
             f"({sized[0]}): try %%stance eager_then_compile, or "
             "torch._dynamo.mark_dynamic on the changing dimension"
+        )
+    kinds = _kind_recompiles(rep)
+    if kinds:
+        what = "rank" if "rank" in kinds[0].lower() else "dtype"
+        hints.append(
+            f"{_n(len(kinds), 'recompile')} from a change of {what} ({kinds[0]}): each {what} "
+            "needs a graph of its own, and neither dynamic shapes nor eager_then_compile "
+            f"help; keep the input's {what} fixed if this recurs"
         )
     if compare is not None and rep.guard_per_call_s and rep.compiled_s:
         runs = max(len(compare.compiled_runs), 1)

@@ -154,10 +154,10 @@ def compare(
     recorder = engine.recorder
     with engine.measure(stance, source=source, profile_guards=profile_guards) as rep:
         for _ in range(repeat):
-            before = recorder.compile_starts
+            before = recorder.compiles_so_far
             t, value = _timed(run)
             compiled_runs.append(t)
-            compiled_in.append(recorder.compile_starts != before)
+            compiled_in.append(recorder.compiles_so_far != before)
     # Warm-up: every run up to the last one that compiled (eager_then_compile
     # compiles on its second run, a recompile can come later still).
     warmup = max((i + 1 for i, c in enumerate(compiled_in) if c), default=1)

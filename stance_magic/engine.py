@@ -328,9 +328,9 @@ class Engine:
     # -- measuring ----------------------------------------------------------
     @property
     def recorder(self) -> probe.Recorder:
+        """The recorder; it hooks into torch only while a block is measured."""
         if self._recorder is None:
             self._recorder = probe.Recorder()
-        self._recorder.ensure_installed()
         return self._recorder
 
     @contextlib.contextmanager
@@ -379,9 +379,6 @@ class Engine:
     def reset_compiled_code(self) -> None:
         """Forget all compiled code (``torch.compiler.reset()``); keep history."""
         probe.reset_compiled_code()
-        if self._recorder is not None:
-            self._recorder.entry_costs_s.clear()
-            self._recorder.ensure_installed()
         self._emit("reset", None)
 
     def set_watch(self, on: bool) -> None:

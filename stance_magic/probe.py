@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import re
+import sys
+import threading
 import time
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -246,11 +250,57 @@ def no_disk_caches() -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------
-# The recorder: compile records, cache lookups, guard check cost, counters
+# The recorder: compile records, cache lookups timed in situ, graph breaks
 # --------------------------------------------------------------------------
 
-#: Per-entry guard checks are timed this many times at compile time (median).
-GUARD_TIMING_REPEATS = 15
+#: How many frames the guard hook walks up from a lookup to find the
+#: torch.compile call that made it (torch's own skipped frames in between:
+#: ``Module.__call__``, ``_call_impl``).
+_WALK_LIMIT = 12
+
+#: Stances under which a torch.compile call can run its function eagerly
+#: without looking anything up (nothing compiled yet, or compiling disabled).
+_EAGER_STANCES = frozenset(
+    {"force_eager", "eager_on_recompile", "eager_then_compile", "aot_eager_then_compile"}
+)
+
+
+@dataclass
+class GraphBreakEvent:
+    """One graph break as torch logged it (the ``graph_breaks`` log artifact)."""
+
+    reason: str
+    filename: str
+    line: int | None
+    compile_id: str | None
+    #: the frame fell back to eager as a whole (torch could not resume)
+    skipped_frame: bool = False
+
+
+@dataclass
+class Target:
+    """A compiled function as the report names it, with its cache lookups."""
+
+    name: str
+    filename: str = ""
+    line: int | None = None
+    timed: int = 0
+    seconds: float = 0.0
+    untimed: int = 0
+    misses: int = 0
+    eager_calls: int = 0
+
+
+@dataclass
+class RecordInfo:
+    """What the recorder learnt about one compile record while it was made."""
+
+    module: tuple[str, str, int | None] | None = None
+    backend: str | None = None
+    #: compiled while a call ran eagerly (eager_then_compile's first call)
+    during_eager_call: bool = False
+    #: calls eager_then_compile had seen of this frame when it compiled
+    example_calls: int | None = None
 
 
 @dataclass
@@ -258,250 +308,672 @@ class Window:
     """What the recorder saw between :meth:`Recorder.start` and ``stop``."""
 
     records: list[Any] = field(default_factory=list)
+    info: dict[int, RecordInfo] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
-    cold_compiles: int = 0
-    graph_breaks: dict[str, int] = field(default_factory=dict)
-    known_costs_s: dict[str, float] = field(default_factory=dict)
-    #: compile_id -> (name, file, line) of the module a torch.compile(module)
-    #: wrapper frame calls, so reports name the model, not torch's wrapper
-    module_frames: dict[str, tuple[str, str, int | None]] = field(default_factory=dict)
-    #: first calls that eager_then_compile ran eagerly (no lookup, no compile)
-    eager_first_calls: int = 0
+    graph_breaks: list[GraphBreakEvent] = field(default_factory=list)
+    #: compiled functions looked up or called, in order of first use
+    targets: list[Target] = field(default_factory=list)
+    #: torch.compile calls that ran their function without a lookup, by stance
+    eager_calls: dict[str, int] = field(default_factory=dict)
+    #: torch.compiler.reset() ran inside the window
+    reset_seen: bool = False
+    #: where the graph-break figures come from ("log" or "counters")
+    break_source: str = "log"
     #: (lookups, seconds) from the profiler, when --profile-guards was asked for
     profiled_lookups: tuple[int, float] | None = None
+
+    @property
+    def timed_lookups(self) -> int:
+        return sum(t.timed for t in self.targets)
+
+    @property
+    def untimed_lookups(self) -> int:
+        return sum(t.untimed for t in self.targets)
+
+    @property
+    def lookup_seconds(self) -> float:
+        return sum(t.seconds for t in self.targets)
 
 
 @dataclass
 class _Mark:
-    """Running totals at the start of a window."""
+    """An open window: running totals when it started."""
 
+    thread: int
     hits: int
     misses: int
-    cold: int
-    compiles: int
-    start_len: int
-    graph_breaks: dict[str, int]
-    examples: dict[str, int]
+    records: int
+    breaks: int
+    events: int
+    generation: int
+    counters: dict[str, int] | None
+    closed: bool = False
+
+
+class _Activation:
+    """One torch.compile call in flight: when torch handed it to Dynamo."""
+
+    __slots__ = ("callback", "consumed", "frame_id", "stance", "t0", "target")
+
+    def __init__(self, frame_id: int, t0: float, stance: str, callback: Any) -> None:
+        self.frame_id = frame_id
+        self.t0 = t0
+        self.stance = stance
+        self.callback = callback
+        self.target: Any = None
+        self.consumed = False
 
 
 class Recorder:
-    """Installs the hooks that measure torch.compile, once per extension.
+    """Measures torch.compile while at least one window is open.
 
-    * a guard-complete hook counts cache hits and misses (torch calls it
-      after every cache lookup; the first call into an empty cache does not
-      look up, so a compile not preceded by a miss is counted as a cold miss);
-    * a compile-start callback counts compiles and widens the record deque;
-    * ``guard_manager_testing_hook_fn`` times each new cache entry's guard
-      check warm, at compile time;
-    * the compilation-metrics deque is widened while a window is open, so a
-      cell with more than 64 compiles keeps all of its records.
+    Nothing is installed in torch while no window is open, so cells that are
+    not measured pay nothing. While a window is open:
 
-    Hooks chain to whatever was installed before and are removed on
-    :meth:`uninstall`, leaving torch as it was.
+    * torch.compile's own dispatcher (``_callback_from_stance``, which its
+      ``compile_wrapper`` calls just before handing the call to Dynamo) is
+      wrapped to note the moment and the function called;
+    * the guard-complete hook (torch calls it right after each cache
+      lookup) counts hits and misses and times each lookup in situ: from
+      that moment to the end of the lookup (building the frame's locals and
+      running the guards), inside the real loop, with whatever the model
+      run before it left in the CPU caches. Lookups made further down, by
+      resume functions after a graph break or by frames compiled on their
+      own, have no such start and are counted as not timed;
+    * every ``CompilationMetrics`` record is collected as torch makes it,
+      whatever the record deque's limit and across ``torch.compiler.reset()``;
+    * ``guard_manager_testing_hook_fn`` names the ``nn.Module`` of each
+      compiled frame at compile time.
+
+    Graph breaks are read from torch's ``graph_breaks`` log artifact (the
+    records ``TORCH_LOGS=graph_breaks`` prints), captured by a handler that
+    stays attached until :meth:`uninstall` and does nothing between windows.
+
+    Windows nest and may close in any order; each sees what happened in its
+    own thread between its start and stop.
     """
 
     def __init__(self) -> None:
-        self.installed = False
+        self._marks: list[_Mark] = []
+        self._threads: dict[int, int] = {}
+        self._hooks_on = False
+        self._log_on = False
+        self._log_state: list[tuple[Any, int, bool]] = []
+        self._handler: Any = None
         self._prev_guard_hook: Any = None
         self._prev_testing_hook: Any = None
-        self._open = 0
+        self._orig_cfs: Any = None
+        self._orig_chromium: Any = None
+        self._cw_code: Any = None
+        self._clock = time.perf_counter
+        self._get_ident = threading.get_ident
+        self._generation = 0
+        self._sentinel: Any = None
+        self._reset_hits = 0
+        self._clear_running()
+
+    def _clear_running(self) -> None:
         self._hits = 0
         self._misses = 0
-        self._pending_misses = 0
-        self._cold = 0
-        self._saved_limit: int | None = None
-        #: compiles started so far (every trigger), a running total
-        self.compile_starts = 0
-        #: compile_id -> warm guard check seconds, for entries alive now
-        self.entry_costs_s: dict[str, float] = {}
-        self.module_frames: dict[str, tuple[str, str, int | None]] = {}
+        self._records: list[Any] = []
+        self._info: dict[int, RecordInfo] = {}
+        self._breaks: list[GraphBreakEvent] = []
+        #: (kind, key, seconds) lookup and eager-call events, in order
+        self._events: list[tuple[str, Any, float]] = []
+        self._act: _Activation | None = None
+        self._module_by_id: dict[str, tuple[str, str, int | None]] = {}
 
     # -- installation -----------------------------------------------------
-    def install(self) -> None:
-        if self.installed:
-            return
+    @property
+    def installed(self) -> bool:
+        """Whether the per-call hooks are in torch now (only while measuring)."""
+        return self._hooks_on
+
+    def _install_hooks(self) -> None:
         require_torch()
         import torch._dynamo.guards as guards
         from torch._C._dynamo import eval_frame as c_eval_frame
+        from torch._dynamo import utils
 
+        ef = _eval_frame()
         if not hasattr(c_eval_frame, "set_guard_complete_hook"):
             raise TorchSupportError(
                 f"torch {_torch_str()} has no set_guard_complete_hook; cache hits cannot be counted"
             )
+        if self._cw_code is None:
+            self._cw_code = _compile_wrapper_code(ef)
         self._prev_guard_hook = c_eval_frame.set_guard_complete_hook(self._guard_hook)
         self._prev_testing_hook = getattr(guards, "guard_manager_testing_hook_fn", None)
         guards.guard_manager_testing_hook_fn = self._testing_hook
-        self._register_callbacks()
-        self.installed = True
+        self._orig_cfs = ef._callback_from_stance
+        ef._callback_from_stance = self._callback_from_stance
+        self._orig_chromium = getattr(utils, "add_compilation_metrics_to_chromium", None)
+        if self._orig_chromium is not None:
+            utils.add_compilation_metrics_to_chromium = self._on_record
+        self._register_sentinel()
+        self._hooks_on = True
 
-    def _register_callbacks(self) -> None:
-        from torch._dynamo.callback import callback_handler
-
-        if self._on_start not in callback_handler.start_callbacks:
-            callback_handler.register_start_callback(self._on_start)
-
-    def ensure_installed(self) -> None:
-        """Re-register what ``torch.compiler.reset()`` cleared."""
-        if not self.installed:
-            self.install()
+    def _uninstall_hooks(self) -> None:
+        if not self._hooks_on:
             return
-        from torch._dynamo.callback import callback_handler
-
-        if self._on_start not in callback_handler.start_callbacks:
-            # torch._dynamo.reset() clears the callbacks and restarts compile
-            # ids at 0/0: the entries we timed are gone too.
-            self.entry_costs_s.clear()
-            self._register_callbacks()
-
-    def uninstall(self) -> None:
-        if not self.installed:
-            return
-        self.close_all()
         import torch._dynamo.guards as guards
         from torch._C._dynamo import eval_frame as c_eval_frame
-        from torch._dynamo.callback import callback_handler
+        from torch._dynamo import utils
 
-        c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
+        ef = _eval_frame()
+        now = c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
+        if now is not None and now != self._guard_hook:
+            # someone hooked in after us: leave theirs (ours passes through)
+            c_eval_frame.set_guard_complete_hook(now)
         if guards.guard_manager_testing_hook_fn == self._testing_hook:
             guards.guard_manager_testing_hook_fn = self._prev_testing_hook
-        for lst, fn in ((callback_handler.start_callbacks, self._on_start),):
-            while fn in lst:
-                lst.remove(fn)
-        self.installed = False
+        if ef._callback_from_stance == self._callback_from_stance:
+            ef._callback_from_stance = self._orig_cfs
+        if self._orig_chromium is not None and (
+            utils.add_compilation_metrics_to_chromium == self._on_record
+        ):
+            utils.add_compilation_metrics_to_chromium = self._orig_chromium
+        self._unregister_sentinel()
+        self._hooks_on = False
 
-    # -- hooks (hot path: keep them tiny) ---------------------------------
+    def _register_sentinel(self) -> None:
+        """A no-op compile-start callback: torch.compiler.reset() clears these,
+        so its absence at the end of a window says a reset ran."""
+        from torch._dynamo.callback import callback_handler
+
+        if self._sentinel is None:
+
+            def stance_magic_reset_sentinel(*args: Any) -> None:
+                return None
+
+            self._sentinel = stance_magic_reset_sentinel
+        if self._sentinel not in callback_handler.start_callbacks:
+            callback_handler.register_start_callback(self._sentinel)
+
+    def _unregister_sentinel(self) -> None:
+        from torch._dynamo.callback import callback_handler
+
+        while self._sentinel in callback_handler.start_callbacks:
+            callback_handler.start_callbacks.remove(self._sentinel)
+
+    def _sentinel_gone(self) -> bool:
+        from torch._dynamo.callback import callback_handler
+
+        return self._sentinel not in callback_handler.start_callbacks
+
+    def _install_log_capture(self) -> None:
+        """Attach the graph-break handler to torch's ``graph_breaks`` loggers.
+
+        Checked at the start of each outermost window (``torch._logging.set_logs``
+        resets these loggers) and left attached between windows, idle:
+        changing a logger's level clears every logger's cache in the process,
+        too dear to do per cell. Where the user did not ask for the artifact
+        (``TORCH_LOGS``, ``set_logs``), its records are kept from reaching
+        torch's console handler.
+        """
+        try:
+            from torch._logging._internal import log_registry, log_state
+        except ImportError:  # pragma: no cover - older torch: counters instead
+            return
+        if not self._log_on:
+            names = [
+                q for q in log_registry.get_artifact_log_qnames() if q.endswith("__graph_breaks")
+            ]
+            if not names:  # pragma: no cover
+                return
+            self._handler = _BreakHandler(self)
+            self._log_state = []
+            for qname in names:
+                lg = logging.getLogger(qname)
+                self._log_state.append((lg, lg.level, lg.propagate))
+            self._log_on = True
+        enabled = getattr(log_state, "is_artifact_enabled", None)
+        user_wants = bool(enabled("graph_breaks")) if enabled is not None else False
+        for lg, _level, _propagate in self._log_state:
+            if self._handler not in lg.handlers:
+                lg.addHandler(self._handler)
+            if not user_wants and lg.propagate:
+                lg.propagate = False
+            if not lg.isEnabledFor(logging.DEBUG):
+                lg.setLevel(logging.DEBUG)
+
+    def _uninstall_log_capture(self) -> None:
+        if not self._log_on:
+            return
+        for lg, level, propagate in self._log_state:
+            lg.removeHandler(self._handler)
+            if lg.level != level:
+                lg.setLevel(level)
+            lg.propagate = propagate
+        self._log_state = []
+        self._log_on = False
+
+    def uninstall(self) -> None:
+        """Close every window and take everything out of torch."""
+        self.close_all()
+        self._uninstall_hooks()
+        self._uninstall_log_capture()
+
+    # -- hooks (hot path: keep them small) ---------------------------------
+    def _callback_from_stance(self, callback: Any) -> Any:
+        result = self._orig_cfs(callback)
+        f = sys._getframe(1)
+        if f.f_code is self._cw_code and self._get_ident() in self._threads:
+            if self._act is not None:
+                self._end_activation(self._act)
+            stance = _eval_frame()._stance.stance
+            act = _Activation(id(f), 0.0, stance, result)
+            if stance in _EAGER_STANCES or result in (None, False):
+                act.target = f.f_locals.get("fn")
+            self._act = act
+            act.t0 = self._clock()
+        return result
+
+    def _end_activation(self, act: _Activation) -> None:
+        """A torch.compile call ended (or the next began) without a lookup or a
+        compile of its own frame: the function ran without compiled code."""
+        self._act = None
+        if not act.consumed:
+            self._events.append(("eager", (act.stance, act.target), 0.0))
+
     def _guard_hook(self, cache_hit: bool) -> bool:
-        if cache_hit:
-            self._hits += 1
-        else:
-            self._misses += 1
-            self._pending_misses += 1
+        t = self._clock()
+        if self._threads and self._get_ident() in self._threads:
+            if cache_hit:
+                self._hits += 1
+            else:
+                self._misses += 1
+            caller = sys._getframe(1)
+            act = self._act
+            owner = None
+            if act is not None and not act.consumed:
+                owner = _find_owner(caller, act.frame_id)
+            if owner is not None:
+                # the lookup of the very function a torch.compile call handed
+                # to Dynamo: timed from that moment to now
+                act.consumed = True
+                act.target = owner.f_locals.get("fn")
+                self._events.append(("timed", (act.target, cache_hit), t - act.t0))
+            else:
+                # a lookup further down (a resume function after a graph
+                # break, a frame compiled on its own): no start to time from;
+                # it belongs to the torch.compile call in flight
+                key = act.target if act is not None and act.consumed else _caller_key(caller)
+                self._events.append(("untimed", (key, cache_hit), 0.0))
         prev = self._prev_guard_hook
         if prev is not None:
             return prev(cache_hit)
         return cache_hit
 
-    def _on_start(self, args: Any) -> None:
-        if self._open and self._saved_limit is None:
-            # A compile is starting inside the window: widen torch's record
-            # deque (before its record lands) so none of this window's drop.
-            from torch._dynamo import utils
-
-            self._saved_limit = utils._compilation_metrics.maxlen
-            utils.set_compilation_metrics_limit(len(utils._compilation_metrics) + 1_000_000)
-        self.compile_starts += 1
-        trigger = getattr(getattr(args, "callback_trigger", None), "name", "DYNAMO")
-        if trigger != "DYNAMO":
+    def _on_record(self, rec: Any) -> None:
+        orig = self._orig_chromium
+        if orig is not None:
+            orig(rec)
+        if not self._threads or self._get_ident() not in self._threads:
             return
-        if self._pending_misses:
-            self._pending_misses -= 1
-        else:
-            self._cold += 1
+        self._records.append(rec)
+        info = RecordInfo()
+        cid = str(getattr(rec, "compile_id", ""))
+        info.module = self._module_by_id.pop(cid, None)
+        act = self._act
+        if is_frame_compile(rec):
+            info.example_calls = _example_calls(rec)
+            if act is not None:
+                info.backend = backend_name(act.callback)
+                if not act.consumed and _is_direct(sys._getframe(1), act.frame_id):
+                    # a cold compile of the called frame itself (no lookup
+                    # before it: the cache was empty)
+                    act.consumed = True
+                elif not act.consumed and act.stance in _EAGER_STANCES:
+                    info.during_eager_call = True
+        self._info[id(rec)] = info
 
     def _testing_hook(self, guard_manager: Any, local_scope: Any, builder: Any) -> None:
         prev = self._prev_testing_hook
         if prev is not None:
             prev(guard_manager, local_scope, builder)
+        if not self._threads or self._get_ident() not in self._threads:
+            return
         try:
             from torch._guards import CompileContext
 
-            cid = str(CompileContext.current_compile_id())
-            check = guard_manager.check
-            samples = []
-            clock = time.perf_counter
-            for _ in range(GUARD_TIMING_REPEATS):
-                t0 = clock()
-                check(local_scope)
-                samples.append(clock() - t0)
-            samples.sort()
-            cost = samples[len(samples) // 2]
-        except Exception:
+            mod = _module_in_scope(local_scope)
+            if mod is not None:
+                cid = str(CompileContext.current_compile_id())
+                self._module_by_id[cid] = _module_location(mod)
+        except Exception:  # naming is a nicety: never break a compile
             return
-        self.entry_costs_s[cid] = cost
-        fn = local_scope.get("fn") if hasattr(local_scope, "get") else None
-        if fn is not None and _is_module(fn):
-            self.module_frames[cid] = _module_location(fn)
+
+    def _on_graph_break(self, record: Any) -> None:
+        if not self._threads or self._get_ident() not in self._threads:
+            return
+        event = parse_graph_break(record)
+        if event is not None:
+            self._breaks.append(event)
 
     # -- windows ----------------------------------------------------------
     def start(self) -> _Mark:
-        """Open a measuring window; windows nest, each sees what ran inside it.
-
-        The hooks keep running totals; a window is the difference between
-        the totals at its :meth:`stop` and at its start (the returned mark).
-        """
-        self.ensure_installed()
-        from torch._dynamo import utils
-
-        if not self._open:
-            self._saved_limit = None  # widened by _on_start if anything compiles
-        self._open += 1
-        return _Mark(
+        """Open a measuring window (installing the hooks if none was open)."""
+        if not self._marks:
+            self._clear_running()
+            self._install_log_capture()
+            self._install_hooks()
+        elif self._sentinel_gone():
+            self._register_sentinel()
+        ident = self._get_ident()
+        self._threads[ident] = self._threads.get(ident, 0) + 1
+        mark = _Mark(
+            thread=ident,
             hits=self._hits,
             misses=self._misses,
-            cold=self._cold,
-            compiles=self.compile_starts,
-            start_len=len(utils._compilation_metrics),
-            graph_breaks=dict(utils.counters.get("graph_break", {})),
-            examples=_example_input_counts(),
+            records=len(self._records),
+            breaks=len(self._breaks),
+            events=len(self._events),
+            generation=self._reset_hits,
+            counters=None if self._log_on else _graph_break_counters(),
         )
+        self._marks.append(mark)
+        return mark
 
     def stop(self, mark: _Mark) -> Window:
         """Close the window opened with ``mark`` and return what it saw."""
-        from torch._dynamo import utils
+        if mark.closed or mark not in self._marks:
+            return Window()
+        if self._act is not None and mark is self._marks[0]:
+            self._end_activation(self._act)
+        reset_seen = self._sentinel_gone()
+        if reset_seen:
+            self._reset_hits += 1
+            self._register_sentinel()
+        window = self._window(mark)
+        window.reset_seen = reset_seen or self._reset_hits != mark.generation
+        mark.closed = True
+        self._marks.remove(mark)
+        n = self._threads.get(mark.thread, 0) - 1
+        if n > 0:
+            self._threads[mark.thread] = n
+        else:
+            self._threads.pop(mark.thread, None)
+        if not self._marks:
+            self._uninstall_hooks()
+            self._clear_running()
+        return window
 
-        self._open = max(self._open - 1, 0)
-        dq = utils._compilation_metrics
-        n_new = self.compile_starts - mark.compiles
-        records = list(dq)[mark.start_len :] if len(dq) >= mark.start_len else list(dq)
-        if not n_new:
-            records = [r for r in records if getattr(r, "is_runtime", False)]
-        if not self._open and self._saved_limit is not None:
-            utils.set_compilation_metrics_limit(self._saved_limit)
-            self._saved_limit = None
-        gb_now = utils.counters.get("graph_break", {})
-        before_gb = mark.graph_breaks
-        breaks = {
-            reason: n - before_gb.get(reason, 0)
-            for reason, n in gb_now.items()
-            if n - before_gb.get(reason, 0) > 0
-        }
-        before = mark.examples
-        eager_first = sum(
-            1 for k, n in _example_input_counts().items() if n >= 1 and before.get(k, 0) == 0
-        )
-        return Window(
-            eager_first_calls=eager_first,
-            module_frames=dict(self.module_frames),
+    def _window(self, mark: _Mark) -> Window:
+        records = self._records[mark.records :]
+        info = {id(r): self._info.get(id(r), RecordInfo()) for r in records}
+        window = Window(
             records=records,
+            info=info,
             hits=self._hits - mark.hits,
             misses=self._misses - mark.misses,
-            cold_compiles=self._cold - mark.cold,
-            graph_breaks=breaks,
-            known_costs_s=dict(self.entry_costs_s),
+            graph_breaks=list(self._breaks[mark.breaks :]),
         )
+        if mark.counters is not None:  # no log artifact in this torch
+            window.break_source = "counters"
+            window.graph_breaks = _breaks_from_counters(mark.counters)
+        targets: dict[Any, Target] = {}
+        for kind, key, seconds in self._events[mark.events :]:
+            if kind == "eager":
+                stance, fn = key
+                window.eager_calls[stance] = window.eager_calls.get(stance, 0) + 1
+                t = _target(targets, fn)
+                t.eager_calls += 1
+                continue
+            obj, hit = key
+            t = _target(targets, obj)
+            if kind == "timed":
+                t.timed += 1
+                t.seconds += seconds
+            else:
+                t.untimed += 1
+            if not hit:
+                t.misses += 1
+        window.targets = list(targets.values())
+        return window
 
     def close_all(self) -> None:
-        """Give torch its record limit back if windows were left open."""
-        if self._open:
-            self._open = 1
-            self.stop(self.start())
-            self._open = 0
+        """Close every open window (unloading with a block still open)."""
+        for mark in list(self._marks):
+            self.stop(mark)
 
     @property
     def open(self) -> bool:
-        return self._open > 0
+        return bool(self._marks)
+
+    @property
+    def open_windows(self) -> int:
+        return len(self._marks)
+
+    @property
+    def compiles_so_far(self) -> int:
+        """Compile records collected since the outermost window opened."""
+        return len(self._records)
 
 
-def _example_input_counts() -> dict[str, int]:
-    """Calls eager_then_compile has seen per frame (torch keeps their inputs)."""
+class _BreakHandler(logging.Handler):
+    """Hands the records of torch's graph_breaks log artifact to the recorder."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__(logging.DEBUG)
+        self._recorder = recorder
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._recorder._on_graph_break(record)
+
+
+def _compile_wrapper_code(ef: Any) -> Any:
+    """The code object of torch.compile's ``compile_wrapper`` closure."""
+    ctx = getattr(ef, "_TorchDynamoContext", None)
+    call = vars(ctx).get("__call__") if ctx is not None else None
+    code = getattr(call, "__code__", None)
+    for const in getattr(code, "co_consts", ()):
+        if getattr(const, "co_name", None) == "compile_wrapper":
+            return const
+    raise TorchSupportError(
+        f"torch {_torch_str()}: torch.compile's compile_wrapper was not found; "
+        "cache lookups cannot be timed"
+    )
+
+
+def _find_owner(frame: Any, owner: int) -> Any:
+    """The compile_wrapper frame ``owner`` if the lookup made from ``frame``
+    is the one of the function it called: reached through torch's own
+    (skipped) frames only, within a few frames. Else None."""
+    torch_dir = _torch_dir()
+    f = frame
+    for _ in range(_WALK_LIMIT):
+        if f is None:
+            return None
+        if id(f) == owner:
+            return f
+        if not f.f_code.co_filename.startswith(torch_dir):
+            return None
+        f = f.f_back
+    return None
+
+
+def _is_direct(frame: Any, owner: int) -> bool:
+    """Whether ``owner`` (a compile_wrapper frame) is reached from ``frame``
+    through torch's own frames only (no user frame in between)."""
+    torch_dir = _torch_dir()
+    here = __file__
+    f = frame
+    for _ in range(400):
+        if f is None:
+            return False
+        if id(f) == owner:
+            return True
+        name = f.f_code.co_filename
+        if not name.startswith(torch_dir) and name != here:
+            return False
+        f = f.f_back
+    return False
+
+
+def _caller_key(frame: Any) -> Any:
+    """What a lookup without a timed start is attributed to: the module a
+    torch frame (``_call_impl``) was calling, else the calling code."""
+    code = frame.f_code
+    if code.co_filename.startswith(_torch_dir()):
+        self_obj = frame.f_locals.get("self")
+        if self_obj is not None and _is_module(self_obj):
+            return self_obj
+    return code
+
+
+def _target(targets: dict[Any, Target], obj: Any) -> Target:
+    key = id(obj) if not isinstance(obj, types.CodeType) else obj
+    t = targets.get(key)
+    if t is None:
+        name, filename, line = describe_callable(obj)
+        t = targets[key] = Target(name=name, filename=filename, line=line)
+    return t
+
+
+def describe_callable(obj: Any) -> tuple[str, str, int | None]:
+    """(name, file, line) of what torch.compile was given or called, an
+    ``nn.Module`` named by its class."""
+    if obj is None:
+        return "(unknown)", "", None
+    if isinstance(obj, types.CodeType):
+        if obj.co_name.startswith("torch_dynamo_resume_in_"):
+            loc = resume_location(obj.co_name)
+            return f"resume function ({loc})", obj.co_filename, None
+        return (
+            f"{obj.co_name} (frames it calls)",
+            obj.co_filename,
+            obj.co_firstlineno,
+        )
+    mod = _module_of(obj)
+    if mod is not None:
+        return _module_location(mod)
+    code = getattr(obj, "__code__", None)
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if code is not None:
+        return name or code.co_name, code.co_filename, code.co_firstlineno
+    return name or type(obj).__name__, "", None
+
+
+def _module_of(obj: Any) -> Any:
+    """The nn.Module behind a callable torch.compile was given: the module
+    itself, a bound method of it, or a wrapper closing over it."""
+    if _is_module(obj):
+        return obj
+    bound = getattr(obj, "__self__", None)
+    if bound is not None and _is_module(bound):
+        return bound
+    for cell in getattr(obj, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if _is_module(value):
+            return value
+        bound = getattr(value, "__self__", None)
+        if bound is not None and _is_module(bound):
+            return bound
+    return None
+
+
+def _module_in_scope(scope: Any) -> Any:
+    """The nn.Module a frame being compiled belongs to: its first argument
+    (``self``, whatever its name), the ``fn`` of torch's module wrapper, or
+    the first positional argument of a decorator's ``wrapper(*args)``."""
+    if not isinstance(scope, dict) or not scope:
+        return None
+    first = next(iter(scope.values()))
+    if _is_module(first):
+        return first
+    fn = scope.get("fn")
+    if fn is not None and _is_module(fn):
+        return fn
+    args = scope.get("args")
+    if isinstance(args, tuple) and args and _is_module(args[0]):
+        return args[0]
+    return None
+
+
+def _example_calls(rec: Any) -> int | None:
+    """Calls eager_then_compile had seen of a record's frame when it compiled."""
     inputs = getattr(_eval_frame(), "_EXAMPLE_INPUTS", None)
     if not inputs:
-        return {}
-    # Keys are filename + first line; torch's own frames traced while
-    # compiling land here too and are not user calls.
-    torch_dir = _torch_dir()
-    return {k: len(v) for k, v in inputs.items() if not k.startswith(torch_dir)}
+        return None
+    key = f"{getattr(rec, 'co_filename', '')}{getattr(rec, 'co_firstlineno', '')}"
+    seen = inputs.get(key)
+    return len(seen) if seen is not None else None
+
+
+def backend_name(callback: Any) -> str | None:
+    """The name of the backend a Dynamo callback compiles with."""
+    if callback in (None, False, True):
+        return None
+    try:
+        inner = _eval_frame().innermost_backend(callback)
+    except Exception:
+        inner = callback
+    name = getattr(inner, "compiler_name", None)
+    if isinstance(name, str) and not name.startswith("<"):
+        return name
+    fn = getattr(inner, "compiler_fn", inner)
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+_GB_AT = re.compile(r"in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
+_GB_FILE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def parse_graph_break(record: Any) -> GraphBreakEvent | None:
+    """A graph break from one ``graph_breaks`` log record, or None."""
+    try:
+        msg = record.getMessage()
+    except Exception:
+        return None
+    cid = None
+    try:
+        from torch._guards import CompileContext
+
+        current = CompileContext.current_compile_id()
+        cid = str(current) if current is not None else None
+    except Exception:
+        pass
+    m = _GB_AT.search(msg.split("\n", 1)[0])
+    if m:
+        reason = msg.split("Graph Break Reason:", 1)[1] if "Graph Break Reason:" in msg else msg
+        reason = reason.split("\nUser code traceback:", 1)[0]
+        return GraphBreakEvent(reason.strip(), m.group("file"), int(m.group("line")), cid)
+    if msg.startswith("Graph break"):
+        # torch could not resume: the whole frame runs eagerly
+        files = list(_GB_FILE.finditer(msg))
+        exc = getattr(record, "exc_info", None)
+        reason = str(exc[1]) if exc and exc[1] is not None else msg.splitlines()[0]
+        filename, line = "", None
+        if files:
+            filename, line = files[-1].group("file"), int(files[-1].group("line"))
+        return GraphBreakEvent(reason.strip(), filename, line, cid, skipped_frame=True)
+    files = list(_GB_FILE.finditer(msg))
+    if files:
+        return GraphBreakEvent(
+            msg.strip().splitlines()[0], files[-1].group("file"), int(files[-1].group("line")), cid
+        )
+    return None
+
+
+def _graph_break_counters() -> dict[str, int]:
+    from torch._dynamo import utils
+
+    return dict(utils.counters.get("graph_break", {}))
+
+
+def _breaks_from_counters(before: dict[str, int]) -> list[GraphBreakEvent]:
+    """Fallback for a torch without the graph_breaks artifact: the delta of
+    ``counters["graph_break"]`` (which misses some breaks; said in the report)."""
+    out = []
+    for reason, n in _graph_break_counters().items():
+        for _ in range(n - before.get(reason, 0)):
+            out.append(GraphBreakEvent(reason, "", None, None))
+    return out
 
 
 @functools.cache
@@ -652,6 +1124,14 @@ class LookupProfiler:
             self._prof.__exit__(None, None, None)
         events = [e for e in self._prof.events() if e.name == CACHE_LOOKUP_EVENT]
         return len(events), sum(e.cpu_time_total for e in events) / 1e6
+
+
+def resume_parts(co_name: str | None) -> tuple[str, int] | None:
+    """``("f", 14)`` from a resume function's name, else None."""
+    if not co_name:
+        return None
+    m = re.match(r"torch_dynamo_resume_in_(.+)_at_(\d+)$", co_name)
+    return (m.group(1), int(m.group(2))) if m else None
 
 
 def resume_location(co_name: str | None) -> str | None:

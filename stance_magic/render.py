@@ -49,41 +49,29 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
     if rep.compile_s:
         comp += f"  ({_breakdown(rep)})"
     rows.append(("compile time", comp, []))
-    n = f"{rep.compiles} frame{'s' if rep.compiles != 1 else ''}"
-    if rep.backward_compiles:
-        n += f" + {rep.backward_compiles} backward graph{'s' if rep.backward_compiles != 1 else ''}"
-    rows.append(("compiles", n, [f"{f.where}: {fmt_s(f.seconds)}" for f in rep.frames]))
+    rows.append(("compiles", _compiles_value(rep), [_frame_line(rep, f) for f in rep.frames]))
     rows.append(
         (
             "recompiles",
             str(len(rep.recompiles)),
-            [f"{r.where}: {r.reason}" for r in rep.recompile_details],
+            [f"{r.where}: {r}" for r in rep.recompile_details],
         )
     )
     nb = sum(g.count for g in rep.graph_break_details)
-    rows.append(
-        (
-            "graph breaks",
-            str(nb),
-            [f"{g.count}× {g.summary}" for g in rep.graph_break_details],
-        )
-    )
+    rows.append(("graph breaks", str(nb), [f"{g.count}× {g}" for g in rep.graph_break_details]))
     rows.append(("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", []))
-    if rep.guard_s is not None:
-        guard = f"evaluation {fmt_s(rep.guard_s)}"
-        if rep.guard_per_call_s is not None:
-            guard += f" ({fmt_s(rep.guard_per_call_s)} per lookup)"
-    else:
-        guard = "evaluation n/a"
-    if rep.compiles:
-        guard += f"; {rep.guard_count} guards in the entries compiled here"
-    rows.append(("guards", guard, [rep.guard_method] if rep.guard_method else []))
+    rows.append(("guards", _guard_value(rep), _guard_details(rep)))
     if rep.stance == "eager_on_recompile" or rep.eager_fallbacks:
         rows.append(("eager fallbacks", str(rep.eager_fallbacks), []))
     if rep.stance == "fail_on_recompile" or rep.refused_recompiles:
-        rows.append(("refused recompiles", str(rep.refused_recompiles), []))
-    if rep.eager_first_calls:
-        rows.append(("first calls run eagerly", str(rep.eager_first_calls), []))
+        rows.append(
+            (
+                "refused recompiles",
+                str(rep.refused_recompiles),
+                [f"guard that failed: {g}" for g in rep.refused_guards],
+            )
+        )
+    rows.extend(_eager_rows(rep))
     if rep.eager_s is not None:
         rows.append(("eager (steady)", fmt_s(rep.eager_s), []))
         rows.append(("compiled (steady)", fmt_s(rep.compiled_s), []))
@@ -234,3 +222,98 @@ __all__ = ["History", "first_line", "fmt_s", "history_html", "history_text", "re
 def advice_html(lines: Iterable[str]) -> str:
     items = "".join(f"<li>{html.escape(a)}</li>" for a in lines)
     return f'<ul class="sm-advice" style="margin:2px 0 6px;font-size:12px">{items}</ul>'
+
+
+def _plural(k: int, word: str) -> str:
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def _compiles_value(rep: CellReport) -> str:
+    text = _plural(rep.compiles, "frame") + " traced"
+    if rep.backward_compiles:
+        text += f" + {_plural(rep.backward_compiles, 'backward graph')}"
+    backends = sorted({f.backend for f in rep.frames if f.backend})
+    text += f"; {_plural(rep.graphs, 'graph')} compiled"
+    if backends:
+        text += f" ({', '.join(backends)})"
+    if rep.failed_compiles:
+        text += f"; {rep.failed_compiles} FAILED"
+    return text
+
+
+def _frame_line(rep: CellReport, f: Any) -> str:
+    text = f"{f.where}: {fmt_s(f.seconds)}"
+    tags = []
+    if not f.graph and not f.failed:
+        tags.append("no graph: nothing for a backend to compile")
+    elif f.backend and len({g.backend for g in rep.frames if g.backend}) > 1:
+        tags.append(f"backend {f.backend}")
+    if f.during_eager_call:
+        tags.append("during the eager first call")
+    if f.failed:
+        tags.append(f"FAILED, {f.failed}")
+    if tags:
+        text += f" [{'; '.join(tags)}]"
+    return text
+
+
+def _guard_value(rep: CellReport) -> str:
+    if rep.guard_s is None:
+        text = "evaluation n/a"
+    else:
+        bound = "≥ " if rep.guard_bound else ""
+        text = f"evaluation {bound}{fmt_s(rep.guard_s)}"
+        if rep.guard_per_call_s is not None:
+            text += f" ({fmt_s(rep.guard_per_call_s)} per timed lookup)"
+    if rep.compiles:
+        text += f"; {rep.guard_count} guards in the entries compiled here"
+    return text
+
+
+def _guard_details(rep: CellReport) -> list[str]:
+    out = [rep.guard_method] if rep.guard_method else []
+    if rep.guard_bound:
+        out.append(rep.guard_bound)
+    looked_up = [t for t in rep.guard_targets if t.timed or t.untimed]
+    if len(looked_up) > 1 or any(t.untimed for t in looked_up):
+        for t in looked_up:
+            line = f"{t.name}"
+            if t.where:
+                line += f" ({t.where})"
+            parts = []
+            if t.timed:
+                parts.append(f"{_plural(t.timed, 'lookup')} × {fmt_s(t.per_lookup_s)}")
+            if t.untimed:
+                parts.append(f"{t.untimed} nested lookups not timed")
+            out.append(f"{line}: {', '.join(parts)}")
+    return out
+
+
+_EAGER_WHY = {
+    "force_eager": "force_eager: torch.compile ran the original code",
+    "eager_on_recompile": "eager_on_recompile with no compiled code to use: no lookup, no compile",
+    "default": "torch compiled nothing for them (their frames are in Dynamo's skip list)",
+    "fail_on_recompile": "torch compiled nothing for them (their frames are in Dynamo's skip list)",
+}
+
+
+def _eager_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
+    rows: list[tuple[str, str, list[str]]] = []
+    if rep.eager_first_calls:
+        details = [
+            "eager_then_compile runs a function's first call eagerly and compiles from the "
+            "second, with dynamic shapes inferred from the first calls"
+        ]
+        if rep.compiles_during_eager_calls:
+            details.append(
+                f"meanwhile torch compiled {_plural(rep.compiles_during_eager_calls, 'frame')} "
+                "that the eager call reached a second time (nested frames count their own "
+                "calls: torch's behaviour)"
+            )
+        rows.append(("first calls run eagerly", _plural(rep.eager_first_calls, "call"), details))
+    for stance, n in rep.eager_calls.items():
+        if stance in ("eager_then_compile", "aot_eager_then_compile"):
+            continue
+        why = _EAGER_WHY.get(stance, stance)
+        rows.append(("calls run eagerly", _plural(n, "call"), [why]))
+    return rows

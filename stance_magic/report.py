@@ -7,7 +7,8 @@ lives in :mod:`stance_magic.render`.
 
 from __future__ import annotations
 
-import statistics
+import linecache
+import re
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -37,7 +38,14 @@ class FrameCompile:
     phases: dict[str, float]
     guard_count: int | None
     recompile_reason: str | None
+    #: torch's fail_type and fail_reason when the compile failed
     failed: str | None = None
+    #: the backend the graph was handed to (None: no graph reached a backend)
+    backend: str | None = None
+    #: a graph reached the backend (a frame without tensor operations has none)
+    graph: bool = True
+    #: compiled during a call that ran eagerly (eager_then_compile's first call)
+    during_eager_call: bool = False
 
     @property
     def where(self) -> str:
@@ -50,16 +58,60 @@ class FrameCompile:
 
 @dataclass
 class Recompile:
+    """One recompile: torch's reason, where the frame is, and the guard's source."""
+
     reason: str
     where: str
     compile_id: str
+    #: the user's line the failed guard came from, as torch points at it
+    guard_source: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.reason}  ← {self.guard_source}" if self.guard_source else self.reason
 
 
 @dataclass
 class GraphBreak:
+    """Graph breaks of one kind at one place in the user's code."""
+
     reason: str
     count: int
     summary: str
+    filename: str = ""
+    line: int | None = None
+    source: str = ""
+    #: torch could not resume after it and ran the whole frame eagerly
+    skipped_frame: bool = False
+
+    @property
+    def where(self) -> str:
+        if not self.filename:
+            return ""
+        loc = short_path(self.filename)
+        if self.line is None:
+            return loc
+        return f"{loc}, line {self.line}" if loc.startswith("In [") else f"{loc}:{self.line}"
+
+    def __str__(self) -> str:
+        place = " ".join(p for p in (self.where, f"`{self.source}`" if self.source else "") if p)
+        return f"{place}: {self.summary}" if place else self.summary
+
+
+@dataclass
+class GuardTarget:
+    """Cache lookups of one compiled function in the cell."""
+
+    name: str
+    where: str
+    timed: int
+    seconds: float
+    untimed: int
+    misses: int = 0
+    eager_calls: int = 0
+
+    @property
+    def per_lookup_s(self) -> float | None:
+        return self.seconds / self.timed if self.timed else None
 
 
 @dataclass
@@ -86,6 +138,10 @@ class CellReport:
     compile_breakdown: dict[str, float] = field(default_factory=dict)
     compiles: int = 0
     backward_compiles: int = 0
+    #: graphs handed to a backend (frames traced can hold none)
+    graphs: int = 0
+    #: compile records with torch's fail_type set
+    failed_compiles: int = 0
     recompiles: list[str] = field(default_factory=list)
     recompile_details: list[Recompile] = field(default_factory=list)
     graph_breaks: list[str] = field(default_factory=list)
@@ -96,9 +152,22 @@ class CellReport:
     guard_s: float | None = None
     guard_per_call_s: float | None = None
     guard_method: str = ""
+    #: why guard_s is a lower bound (lookups that could not be timed), or None
+    guard_bound: str | None = None
+    #: lookups timed in situ / not timed (resume functions, nested frames)
+    guard_lookups_timed: int = 0
+    guard_lookups_untimed: int = 0
+    guard_targets: list[GuardTarget] = field(default_factory=list)
     eager_fallbacks: int = 0
     refused_recompiles: int = 0
     eager_first_calls: int = 0
+    #: torch.compile calls that ran their function without any compiled
+    #: code and without a lookup, by the stance they ran under
+    eager_calls: dict[str, int] = field(default_factory=dict)
+    #: compiles made while eager_then_compile's first call ran eagerly
+    compiles_during_eager_calls: int = 0
+    #: the guard a fail_on_recompile refusal reported (torch's words)
+    refused_guards: list[str] = field(default_factory=list)
     error: str | None = None
     frames: list[FrameCompile] = field(default_factory=list)
     # Filled in by --compare (see stance_magic.compare)
@@ -141,12 +210,17 @@ class CellReport:
             **{f"{p}_s": self.compile_breakdown.get(p, 0.0) for p in PHASES},
             "compiles": self.compiles,
             "backward_compiles": self.backward_compiles,
+            "graphs": self.graphs,
+            "failed_compiles": self.failed_compiles,
             "recompiles": len(self.recompiles),
             "graph_breaks": sum(g.count for g in self.graph_break_details),
             "cache_hits": self.cache_hits,
             "cache_misses": self.cache_misses,
             "guard_count": self.guard_count,
             "guard_s": self.guard_s,
+            "guard_lower_bound": self.guard_bound is not None,
+            "guard_lookups_timed": self.guard_lookups_timed,
+            "guard_lookups_untimed": self.guard_lookups_untimed,
             "eager_fallbacks": self.eager_fallbacks,
             "eager_first_calls": self.eager_first_calls,
             "refused_recompiles": self.refused_recompiles,
@@ -222,11 +296,41 @@ def first_line(source: str, width: int = 30) -> str:
 
 
 def _first_line(text: str) -> str:
-    """torch's reasons can carry a "User stack trace:" block and, after
-    ``  # ``, the source line the guard came from: keep the reason itself."""
+    """The first line of a torch message, without a trailing guard pointer."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     first = lines[0] if lines else text
     return first.split("  # ")[0].split(" # ")[0].rstrip()
+
+
+_USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<fn>\S+))?')
+
+
+def split_recompile_reason(text: str) -> tuple[str, str]:
+    """(reason, guard source) from a ``recompile_reason``.
+
+    torch writes the failed guard, then ``  # <source line>  # <file:line in
+    fn>`` (its path cut to a few characters) and, on later lines, a "User
+    stack trace" naming the file in full. The guard's source comes back as
+    ``<source line> (<file>:<line> in <fn>)`` with the path as the report
+    writes paths.
+    """
+    first = next((ln for ln in text.strip().splitlines() if ln.strip()), text).strip()
+    parts = [p.strip() for p in first.split("  # ")]
+    reason = parts[0]
+    code = parts[1] if len(parts) > 1 else ""
+    frames = list(_USER_FRAME.finditer(text))
+    if frames:
+        m = frames[-1]
+        loc = short_path(m.group("file"))
+        sep = ", line " if loc.startswith("In [") else ":"
+        where = f"{loc}{sep}{m.group('line')}"
+        if m.group("fn"):
+            where += f" in {m.group('fn')}"
+    else:
+        where = parts[2] if len(parts) > 2 else ""
+    if code and where:
+        return reason, f"{code} ({where})"
+    return reason, code or where
 
 
 def error_line(exc: BaseException) -> str:
@@ -235,14 +339,62 @@ def error_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
 
 
+_TRACE_PREFIX = "Encountered graph break when attempting to trace"
+
+
 def _gb_summary(reason: str) -> str:
-    first = reason.strip().splitlines()[0] if reason.strip() else reason
+    """``<kind of break>: <torch's explanation>`` from a graph-break reason."""
+    lines = [ln.strip() for ln in reason.strip().splitlines() if ln.strip()]
+    if lines and lines[0].startswith(_TRACE_PREFIX) and len(lines) > 1:
+        lines = lines[1:]
+    first = lines[0] if lines else reason.strip()
     expl = ""
-    for line in reason.splitlines():
-        if line.strip().startswith("Explanation:"):
-            expl = line.strip()[len("Explanation:") :].strip()
+    for line in lines:
+        if line.startswith("Explanation:"):
+            expl = line[len("Explanation:") :].strip()
             break
     return f"{first}: {expl}" if expl else first
+
+
+def _source_line(filename: str, line: int | None) -> str:
+    if not filename or not line:
+        return ""
+    text = linecache.getline(filename, line).strip()
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _refused_guards(error: BaseException | None) -> list[str]:
+    """The guard failures torch lists in a fail_on_recompile refusal."""
+    if error is None:
+        return []
+    text = str(error)
+    if "fail_on_recompile" not in text:
+        return []
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("- "):
+            out.append(line[2:].strip())
+    return out
+
+
+def _frame_name(rec: Any, info: Any) -> tuple[str, str, int | None]:
+    """How the report names a compiled frame: the nn.Module's class for a
+    module's forward (through torch's wrapper or a library's decorator too),
+    a resume function by where its graph break was."""
+    name = rec.co_name or "(backward)"
+    filename, line = rec.co_filename or "", rec.co_firstlineno
+    module = getattr(info, "module", None)
+    resumed = probe.resume_parts(rec.co_name)
+    if resumed:
+        fn, at = resumed
+        return f"{fn} after the graph break at line {at}", filename, line
+    if module is not None:
+        mod_name, mod_file, mod_line = module
+        if rec.co_name == "forward" or probe.is_module_wrapper(rec):
+            return mod_name, mod_file, mod_line
+        return f"{mod_name} (through {rec.co_name})", filename, line
+    return name, filename, line
 
 
 def build_report(
@@ -268,6 +420,8 @@ def build_report(
 
     frames: list[FrameCompile] = []
     breakdown = dict.fromkeys(PHASES, 0.0)
+    cold = 0
+    recompiled = 0
     for rec in window.records:
         if probe.is_frame_compile(rec):
             kind = "frame"
@@ -275,18 +429,25 @@ def build_report(
             kind = "backward"
         else:
             continue
+        info = window.info.get(id(rec))
         phases = probe.record_phases(rec)
         for k, v in phases.items():
             breakdown[k] += v
-        name = rec.co_name or "(backward)"
-        filename, line = rec.co_filename or "", rec.co_firstlineno
-        loc = probe.resume_location(rec.co_name)
-        if loc:
-            name = f"{rec.co_name} (after graph break in {loc})"
-        elif kind == "frame" and probe.is_module_wrapper(rec):
-            mod = window.module_frames.get(str(rec.compile_id))
-            if mod is not None:
-                name, filename, line = mod
+        name, filename, line = _frame_name(rec, info)
+        backend = getattr(info, "backend", None)
+        if (
+            kind == "frame"
+            and stance.name == "aot_eager_then_compile"
+            and getattr(info, "example_calls", None) == 1
+        ):
+            backend = "aot_eager"  # torch compiles the first call under aot_eager
+        graph = getattr(rec, "backend_compile_time_s", None) is not None or kind == "backward"
+        if kind == "frame":
+            acc = getattr(rec, "accumulated_cache_size", None)
+            if acc == 0 or (acc is None and not rec.recompile_reason):
+                cold += 1
+            else:
+                recompiled += 1
         frames.append(
             FrameCompile(
                 compile_id=str(rec.compile_id),
@@ -298,55 +459,114 @@ def build_report(
                 phases=phases,
                 guard_count=rec.guard_count,
                 recompile_reason=rec.recompile_reason,
-                failed=(f"{rec.fail_type}: {rec.fail_reason}" if rec.fail_type else None),
+                failed=(
+                    f"{rec.fail_type}: {_first_line(rec.fail_reason or '')}".rstrip(": ")
+                    if rec.fail_type
+                    else None
+                ),
+                backend=backend if graph else None,
+                graph=graph,
+                during_eager_call=bool(getattr(info, "during_eager_call", False)),
             )
         )
     rep.frames = frames
-    cached = sum(getattr(r, "inductor_fx_local_cache_hit_count", 0) or 0 for r in window.records)
-    if cached:
+    hits = sum(getattr(r, "inductor_fx_local_cache_hit_count", 0) or 0 for r in window.records)
+    misses = sum(getattr(r, "inductor_fx_local_cache_miss_count", 0) or 0 for r in window.records)
+    if hits:
         rep.notes.append(
-            f"{cached} graph{'s' if cached != 1 else ''} came from Inductor's on-disk FX "
-            "graph cache: that compile time is a cache load, not a full Inductor compile"
+            f"Inductor's on-disk FX graph cache: {hits} hit{'s' if hits != 1 else ''}, "
+            f"{misses} miss{'es' if misses != 1 else ''} (torch's records); a hit loads "
+            "compiled code instead of generating it, the rest of the compile time is "
+            "as torch recorded it"
+        )
+    if window.reset_seen:
+        rep.notes.append(
+            "torch.compiler.reset() ran in this cell: the figures cover compiles before "
+            "and after it (torch restarts compile ids at 0/0)"
         )
     rep.compile_s = sum(f.seconds for f in frames)
     rep.compile_breakdown = breakdown
     fwd = [f for f in frames if f.kind == "frame"]
     rep.compiles = len(fwd)
     rep.backward_compiles = len(frames) - len(fwd)
-    rep.recompile_details = [
-        Recompile(_first_line(f.recompile_reason), f.where, f.compile_id)
-        for f in fwd
-        if f.recompile_reason
-    ]
+    rep.graphs = sum(1 for f in frames if f.graph and not f.failed)
+    rep.failed_compiles = sum(1 for f in frames if f.failed)
+    rep.recompile_details = []
+    for f in fwd:
+        if f.recompile_reason:
+            reason, pointer = split_recompile_reason(f.recompile_reason)
+            rep.recompile_details.append(Recompile(reason, f.where, f.compile_id, pointer))
     rep.recompiles = [r.reason for r in rep.recompile_details]
-    rep.graph_break_details = [
-        GraphBreak(reason, n, _gb_summary(reason)) for reason, n in window.graph_breaks.items()
-    ]
+    rep.graph_break_details = _group_breaks(window.graph_breaks)
     rep.graph_breaks = [g.summary for g in rep.graph_break_details for _ in range(g.count)]
+    if window.break_source == "counters":
+        rep.notes.append(
+            "graph breaks counted from torch's counters (this torch has no graph_breaks "
+            "log artifact): some kinds of break are missed"
+        )
     rep.guard_count = sum(f.guard_count or 0 for f in fwd)
 
     rep.cache_hits = window.hits
-    rep.cache_misses = window.misses + window.cold_compiles
+    rep.cache_misses = window.misses + cold
     # A miss that compiled nothing: the stance ran the frame eagerly
     # (eager_on_recompile) or refused to recompile (fail_on_recompile).
-    uncompiled_misses = max(window.misses - (rep.compiles - window.cold_compiles), 0)
-    # aot_eager_then_compile compiles its first call under aot_eager (counted
-    # as a compile); only eager_then_compile runs it eagerly.
-    rep.eager_first_calls = window.eager_first_calls if stance.name == "eager_then_compile" else 0
+    uncompiled_misses = max(window.misses - recompiled, 0)
+    rep.eager_calls = dict(window.eager_calls)
+    if stance.name == "eager_then_compile":
+        rep.eager_first_calls = window.eager_calls.get("eager_then_compile", 0)
+        rep.compiles_during_eager_calls = sum(1 for f in fwd if f.during_eager_call)
     if stance.name == "eager_on_recompile":
         rep.eager_fallbacks = uncompiled_misses
-        if not window.hits and not window.misses:
-            rep.notes.append(
-                "eager_on_recompile runs a function with no compiled code eagerly "
-                "without a cache lookup: such calls are not counted"
-            )
     elif stance.name == "fail_on_recompile":
         rep.refused_recompiles = uncompiled_misses
+        rep.refused_guards = _refused_guards(error)
+        if not rep.refused_recompiles and rep.refused_guards:
+            rep.refused_recompiles = 1
         if not rep.refused_recompiles and rep.error and "fail_on_recompile" in rep.error:
             rep.refused_recompiles = 1  # refused from an empty cache: no lookup first
+    _guard_figures(rep, window)
+    return rep
 
-    lookups = window.hits + window.misses
-    costs = list(window.known_costs_s.values())
+
+def _group_breaks(events: list[Any]) -> list[GraphBreak]:
+    groups: dict[tuple[str, str, int | None], GraphBreak] = {}
+    for ev in events:
+        summary = _gb_summary(ev.reason)
+        key = (summary, ev.filename, ev.line)
+        g = groups.get(key)
+        if g is None:
+            groups[key] = GraphBreak(
+                reason=ev.reason,
+                count=1,
+                summary=summary,
+                filename=ev.filename,
+                line=ev.line,
+                source=_source_line(ev.filename, ev.line),
+                skipped_frame=ev.skipped_frame,
+            )
+        else:
+            g.count += 1
+    return list(groups.values())
+
+
+def _guard_figures(rep: CellReport, window: probe.Window) -> None:
+    """Guard evaluation: timed in situ (default), or from the profiler (-g)."""
+    timed = window.timed_lookups
+    untimed = window.untimed_lookups
+    rep.guard_lookups_timed = timed
+    rep.guard_lookups_untimed = untimed
+    rep.guard_targets = [
+        GuardTarget(
+            name=t.name,
+            where=_where(t.filename, t.line),
+            timed=t.timed,
+            seconds=t.seconds,
+            untimed=t.untimed,
+            misses=t.misses,
+            eager_calls=t.eager_calls,
+        )
+        for t in window.targets
+    ]
     if window.profiled_lookups is not None:
         n, total = window.profiled_lookups
         rep.guard_s = total
@@ -355,24 +575,42 @@ def build_report(
             f"measured: {n} '{probe.CACHE_LOOKUP_EVENT}' profiler events (frame locals "
             "plus guards); the profiler slows the rest of the cell"
         )
-    elif stance.skip_guard_eval_unsafe:
-        rep.guard_method = (
-            "not estimated: skip_guard_eval_unsafe runs only the guards that tell "
-            "cache entries apart"
-        )
-    elif lookups and costs:
-        per = statistics.median(costs)
-        rep.guard_per_call_s = per
-        rep.guard_s = per * lookups
-        plural = "s" if lookups != 1 else ""
-        rep.guard_method = (
-            f"estimate: {lookups} cache lookup{plural} × {per * 1e6:.2f} µs, the median warm "
-            f"guard check of {len(costs)} cached entr{'y' if len(costs) == 1 else 'ies'} "
-            "(timed when each was compiled)"
-        )
-    elif lookups:
-        rep.guard_method = "no timed cache entry (compiled before the probe was installed)"
-    else:
+        return
+    lookups = timed + untimed
+    if not lookups:
         rep.guard_s = 0.0
         rep.guard_method = "no cache lookups in this cell"
-    return rep
+        return
+    if not timed:
+        rep.guard_s = None
+        rep.guard_method = (
+            f"not timed: the {_plural(untimed, 'lookup')} of this cell came from resume "
+            "functions after graph breaks or frames compiled on their own, which have no "
+            "start to time from (use -g to measure them with the profiler)"
+        )
+        return
+    rep.guard_s = window.lookup_seconds
+    rep.guard_per_call_s = rep.guard_s / timed
+    rep.guard_method = (
+        f"timed in situ: {_plural(timed, 'lookup')}, each from torch.compile handing the "
+        "call to Dynamo to the end of the cache lookup (frame locals and guard checks)"
+    )
+    if untimed:
+        rep.guard_bound = (
+            f"a lower bound: {_plural(untimed, 'more lookup')} (resume functions after "
+            "graph breaks, frames compiled on their own) have no start to time from; "
+            "-g measures all of them with the profiler"
+        )
+
+
+def _plural(k: int, word: str) -> str:
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def _where(filename: str, line: int | None) -> str:
+    if not filename:
+        return ""
+    loc = short_path(filename)
+    if not line:
+        return loc
+    return f"{loc}, line {line}" if loc.startswith("In [") else f"{loc}:{line}"

@@ -43,9 +43,9 @@ def test_compiles_match_compile_counter_with_graph_break(sh):
     assert rep.compiles == cc.frame_count == 4  # two frames, each recompiled for n=4
     assert len(rep.recompiles) == 2
     assert all("size mismatch" in r for r in rep.recompiles)
-    assert {r.where.split(" ")[0] for r in rep.recompile_details} == {
+    assert {r.where.split(" (")[0] for r in rep.recompile_details} == {
         "f",
-        "torch_dynamo_resume_in_f_at_3",
+        "f after the graph break at line 3",
     }
     assert sum(g.count for g in rep.graph_break_details) == 2
     assert "print" in rep.graph_breaks[0]
@@ -116,7 +116,7 @@ def test_backward_compile_lands_in_the_cell_that_runs_it(sh):
     assert torch.allclose(sh.user_ns["x"].grad, 2 * torch.ones(4).cos())
 
 
-def test_guard_cost_agrees_with_direct_timing_of_the_entries(sh):
+def test_guard_cost_timed_in_situ_against_direct_check_and_profiler(sh):
     sh.run_cell(
         "def many(*xs):\n    return sum(x.sum() for x in xs)\n"
         "cm = torch.compile(many, backend='eager')\n"
@@ -134,10 +134,51 @@ def test_guard_cost_agrees_with_direct_timing_of_the_entries(sh):
         entry.guard_manager.check(scope)
         samples.append(time.perf_counter() - t0)
     direct = statistics.median(samples)
-    assert rep.guard_per_call_s == pytest.approx(direct, rel=1.0)  # within 2x
+    # a lookup is the guard check plus building the frame's locals: not below
+    # the bare check, and close to the profiler's timing of whole lookups
+    assert rep.guard_per_call_s >= 0.8 * direct
+    prof = probe.LookupProfiler()
+    for _ in range(50):
+        sh.user_ns["cm"](*sh.user_ns["xs"])
+    n, total = prof.stop()
+    assert n == 50
+    # plus a fixed few µs of call overhead (the call into the function and
+    # Dynamo's frame set-up), which real models do not notice (test_real_models)
+    assert total / n / 1.5 <= rep.guard_per_call_s <= 1.5 * total / n + 10e-6
     assert rep.guard_s == pytest.approx(rep.guard_per_call_s * 49)  # first call: no lookup
-    assert "estimate" in rep.guard_method and "49 cache lookups" in rep.guard_method
+    assert rep.guard_method.startswith("timed in situ: 49 lookups")
+    assert rep.guard_bound is None and rep.guard_lookups_timed == 49
     assert rep.guard_count > 32
+
+
+def test_guard_cost_is_the_looked_up_functions_own(sh):
+    """Several compiled functions alive, a cell that calls one: its figure is
+    that function's lookups, not a median over the session (issue 9.1)."""
+    sh.run_cell(
+        "def wide(*xs):\n    return sum(x.sum() for x in xs)\n"
+        "cw = torch.compile(wide, backend='eager')\n"
+        "xs = [torch.ones(2) for _ in range(64)]\n"
+        "small = [torch.compile(lambda x, i=i: x + i, backend='eager') for i in range(4)]\n"
+        "for s in small:\n    s(torch.ones(2)); s(torch.ones(2))\n"
+        "cw(*xs)\n"
+    )
+    run(sh, "%%stance default -q\nfor _ in range(30):\n    cw(*xs)")
+    rep = last(sh)
+    (entry,) = probe.cache_entries(sh.user_ns["wide"])
+    scope = {"xs": tuple(sh.user_ns["xs"])}
+    samples = []
+    for _ in range(100):
+        t0 = time.perf_counter()
+        entry.guard_manager.check(scope)
+        samples.append(time.perf_counter() - t0)
+    direct = statistics.median(samples)
+    assert rep.guard_per_call_s >= 0.8 * direct
+    (target,) = rep.guard_targets
+    assert target.name == "wide" and target.timed == 30
+    run(sh, "%%stance default -q\nfor s in small:\n    s(torch.ones(2))")
+    small = last(sh)
+    assert small.guard_per_call_s < rep.guard_per_call_s
+    assert len(small.guard_targets) == 4
 
 
 def test_wall_time_against_an_outside_clock(sh):
