@@ -10,6 +10,8 @@ from .render import fmt_s
 MAX_HINTS = 3
 #: Guard evaluation above this share of the steady-state time earns a hint.
 GUARD_SHARE = 0.10
+#: ... over at least this many lookups (a cell of one call says little).
+MIN_LOOKUPS = 10
 
 #: A dimension changed its size: dynamic shapes can serve it with one graph.
 _SIZE = re.compile(r"size mismatch at index|size\(\)", re.I)
@@ -29,8 +31,8 @@ def _n(k: int, word: str) -> str:
     return f"{k} {word}{'' if k == 1 else 's'}"
 
 
-def _all_calls(k: int) -> str:
-    return "the one call was" if k == 1 else f"all {k} calls were"
+def _all_lookups(k: int) -> str:
+    return "the one cache lookup was a hit" if k == 1 else f"all {k} cache lookups were hits"
 
 
 def advise(rep: Any, compare: Any = None) -> list[str]:
@@ -66,6 +68,8 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
     elif (
         compare is None
         and rep.guard_s
+        and not rep.error
+        and rep.guard_lookups_timed >= MIN_LOOKUPS
         and rep.wall_s
         and rep.guard_s / rep.wall_s >= GUARD_SHARE
         and not rep.compiles
@@ -102,7 +106,7 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
         and not rep.error
     ):
         hints.append(
-            f"{_all_calls(rep.cache_hits)} served by compiled code without a compile: "
+            f"{_all_lookups(rep.cache_hits)}, nothing compiled: "
             "warm-up looks done; %stance fail_on_recompile turns a surprise recompile into an error"
         )
     return hints[:MAX_HINTS]

@@ -638,7 +638,7 @@ class Recorder:
         try:
             from torch._guards import CompileContext
 
-            mod = _module_in_scope(local_scope)
+            mod = _module_in_scope(local_scope, getattr(builder, "f_code", None))
             if mod is not None:
                 cid = str(CompileContext.current_compile_id())
                 self._module_by_id[cid] = _module_location(mod)
@@ -877,21 +877,24 @@ def _module_of(obj: Any) -> Any:
     return None
 
 
-def _module_in_scope(scope: Any) -> Any:
-    """The nn.Module a frame being compiled belongs to: its first argument
-    (``self``, whatever its name), the ``fn`` of torch's module wrapper, or
-    the first positional argument of a decorator's ``wrapper(*args)``."""
+def _module_in_scope(scope: Any, code: Any = None) -> Any:
+    """The nn.Module a frame being compiled is the ``forward`` of: its first
+    argument when that is called ``self`` or the frame is the module's own
+    ``forward`` (a hook that takes the module first is not its forward), the
+    first of a decorator's ``*args``, or the ``fn`` of torch's wrapper for
+    ``torch.nn`` modules."""
     if not isinstance(scope, dict) or not scope:
         return None
-    first = next(iter(scope.values()))
+    name, first = next(iter(scope.items()))
     if _is_module(first):
-        return first
+        forward = getattr(type(first).forward, "__code__", None)
+        if name == "self" or (code is not None and code is forward):
+            return first
+    if name == "args" and isinstance(first, tuple) and first and _is_module(first[0]):
+        return first[0]  # a decorator's wrapper(*args, **kwargs) around forward
     fn = scope.get("fn")
     if fn is not None and _is_module(fn):
         return fn
-    args = scope.get("args")
-    if isinstance(args, tuple) and args and _is_module(args[0]):
-        return args[0]
     return None
 
 

@@ -87,6 +87,15 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
     return rows
 
 
+#: Detail lines shown under a row; the rest are folded (all stay in the
+#: report's data and in the JSON export).
+MAX_DETAILS = 8
+
+
+def _more(n: int) -> str:
+    return f"and {n} more (all in the report's data and %stance history --json)"
+
+
 def report_text(rep: CellReport) -> str:
     title = f"stance_magic report, cell {rep.index}" if rep.index else "stance_magic report"
     rows = report_rows(rep)
@@ -94,8 +103,10 @@ def report_text(rep: CellReport) -> str:
     out = [title]
     for label, value, details in rows:
         out.append(f"  {label:<{width}}  {value}")
-        for d in details:
+        for d in details[:MAX_DETAILS]:
             out.append(f"  {'':<{width}}    - {d}")
+        if len(details) > MAX_DETAILS:
+            out.append(f"  {'':<{width}}    … {_more(len(details) - MAX_DETAILS)}")
     for note in rep.notes:
         out.append(f"  note: {note}")
     return "\n".join(out)
@@ -123,7 +134,13 @@ def report_html(rep: CellReport) -> str:
         cls = ' class="sm-err"' if label == "error" else ""
         det = ""
         if details:
-            det = "<ul>" + "".join(f"<li>{e(d)}</li>" for d in details) + "</ul>"
+            det = "<ul>" + "".join(f"<li>{e(d)}</li>" for d in details[:MAX_DETAILS]) + "</ul>"
+        if len(details) > MAX_DETAILS:
+            rest = "".join(f"<li>{e(d)}</li>" for d in details[MAX_DETAILS:])
+            det += (
+                f"<details><summary>{e(_more(len(details) - MAX_DETAILS))}</summary>"
+                f"<ul>{rest}</ul></details>"
+            )
         rows.append(f"<tr><th>{e(label)}</th><td{cls}>{e(value)}{det}</td></tr>")
     notes = "".join(f"<tr><td colspan=2><i>{e(n)}</i></td></tr>" for n in rep.notes)
     return (
@@ -236,8 +253,12 @@ def _compiles_value(rep: CellReport) -> str:
     text += f"; {_plural(rep.graphs, 'graph')} compiled"
     if backends:
         text += f" ({', '.join(backends)})"
-    if rep.failed_compiles:
-        text += f"; {rep.failed_compiles} FAILED"
+    raised = sum(1 for f in rep.frames if f.failed and f.raised)
+    eager = rep.failed_compiles - raised
+    if raised:
+        text += f"; {raised} FAILED"
+    if eager:
+        text += f"; {eager} not compiled (torch ran {'it' if eager == 1 else 'them'} eagerly)"
     return text
 
 
@@ -251,7 +272,7 @@ def _frame_line(rep: CellReport, f: Any) -> str:
     if f.during_eager_call:
         tags.append("during the eager first call")
     if f.failed:
-        tags.append(f"FAILED, {f.failed}")
+        tags.append(f"FAILED, {f.failed}" if f.raised else f"not compiled, ran eagerly: {f.failed}")
     if tags:
         text += f" [{'; '.join(tags)}]"
     return text

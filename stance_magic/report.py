@@ -46,6 +46,8 @@ class FrameCompile:
     graph: bool = True
     #: compiled during a call that ran eagerly (eager_then_compile's first call)
     during_eager_call: bool = False
+    #: the failure reached the cell as its error (else torch ran the frame eagerly)
+    raised: bool = False
 
     @property
     def where(self) -> str:
@@ -469,6 +471,9 @@ def build_report(
                 during_eager_call=bool(getattr(info, "during_eager_call", False)),
             )
         )
+    for f in frames:
+        if f.failed and rep.error:
+            f.raised = rep.error.split(":", 1)[0] == f.failed.split(":", 1)[0]
     rep.frames = frames
     hits = sum(getattr(r, "inductor_fx_local_cache_hit_count", 0) or 0 for r in window.records)
     misses = sum(getattr(r, "inductor_fx_local_cache_miss_count", 0) or 0 for r in window.records)

@@ -460,3 +460,64 @@ def test_cnn_and_transformer_block_forward_and_train_step(sh):
     names = {f.name for f in rep.frames if f.kind == "frame"}
     assert {"ResNet18.forward", "TransformerBlock.forward"} <= names
     assert rep.cache_hits + rep.cache_misses == 4
+
+
+# --------------------------------------------------------------------------
+# One workload against TORCH_TRACE, read by tlparse
+# --------------------------------------------------------------------------
+
+TRACE_WORKLOAD = """
+import json, sys, torch
+import models, stance_magic
+m = torch.compile(models.Chatty(), backend="eager")
+gpt = torch.compile(models.gpt2(), backend="eager")
+torch.manual_seed(1)
+with stance_magic.measure("default") as rep:
+    for n in (2, 2, 3):
+        m(torch.randn(n, 4))
+    models.generate(gpt, torch.randint(0, 256, (1, 8)), 3)
+print("\\n" + json.dumps({
+    "compiles": rep.compiles,
+    "graph_breaks": sum(g.count for g in rep.graph_break_details),
+}))
+"""
+
+
+def test_compiles_and_graph_breaks_against_torch_trace_read_by_tlparse(tmp_path):
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tlparse = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
+    if not Path(tlparse).exists():
+        pytest.skip("tlparse is not installed (pip install tlparse)")
+    trace = tmp_path / "trace"
+    env = dict(os.environ, TORCH_TRACE=str(trace))
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(models_file()).parent), *sys.path])
+    done = subprocess.run(
+        [sys.executable, "-c", TRACE_WORKLOAD],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    ours = json.loads(done.stdout.strip().splitlines()[-1])
+    (log,) = trace.iterdir()
+    out = tmp_path / "tl_out"
+    parsed = subprocess.run(
+        [tlparse, str(log), "-o", str(out), "--no-browser", "--overwrite"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert parsed.returncode == 0, parsed.stderr
+    directory = json.loads((out / "compile_directory.json").read_text())
+    names = [a["name"] for entry in directory.values() for a in entry["artifacts"]]
+    compiles = sum(1 for n in names if n.startswith("compilation_metrics_"))
+    breaks = sum(1 for n in names if n.startswith("dynamo_graph_break_reason_"))
+    assert ours == {"compiles": compiles, "graph_breaks": breaks}
+    assert compiles >= 5 and breaks >= 3
