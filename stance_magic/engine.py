@@ -212,9 +212,12 @@ class Engine:
     Front ends (magics, panel) call its methods and subscribe with
     :meth:`observe`; events are ``("session", Stance)``, ``("cell", Stance)``
     when a cell starts under a stance, ``("report", CellReport)``,
-    ``("watch", bool)``, ``("reset", None)`` and ``("undone", (Stance, Stance))``
+    ``("watch", bool)``, ``("reset", None)``, ``("undone", (Stance, Stance))``
     when a block under :meth:`applied` set a stance of its own that was then
-    replaced by the one from before the block.
+    replaced by the one from before the block, and ``("unrestored", (Stance,
+    Exception))`` when torch refused to take the stance from before the block
+    back: that stance stays the session stance and is applied again by
+    :meth:`retry_restore` (the magics call it before every cell).
     """
 
     def __init__(self) -> None:
@@ -226,6 +229,8 @@ class Engine:
         self._recorder: probe.Recorder | None = None
         self._warned_skip_guard = False
         self._last_session: Stance | None = None
+        #: the session stance when torch refused to take it back after a block
+        self._unapplied: Stance | None = None
 
     # -- observers ---------------------------------------------------------
     def observe(self, fn: Callable[[str, Any], None]) -> None:
@@ -253,6 +258,8 @@ class Engine:
             return self._pending_session
         if self._cell_depth and self._last_session is not None:
             return self._last_session
+        if self._unapplied is not None:
+            return self._unapplied
         return current_stance()
 
     @property
@@ -271,6 +278,7 @@ class Engine:
         else:
             _apply(stance)
             self._last_session = stance
+            self._unapplied = None
         if stance != previous:
             self._emit("session", stance)
         return previous
@@ -278,7 +286,7 @@ class Engine:
     def sync(self) -> None:
         """Tell observers if the session stance changed outside the engine
         (a direct ``torch.compiler.set_stance`` call in a cell)."""
-        if self._cell_depth:
+        if self._cell_depth or not self.retry_restore():
             return
         now = current_stance()
         if now != self._last_session:
@@ -296,15 +304,53 @@ class Engine:
             return SKIP_GUARD_WARNING
         return None
 
+    def retry_restore(self) -> bool:
+        """Apply the session stance again if torch refused to take it back
+        after a block (see the ``"unrestored"`` event); True when torch has
+        the session stance now (or nothing was left to apply)."""
+        stance = self._unapplied
+        if stance is None or self._cell_depth:
+            return stance is None
+        try:
+            _apply(stance)
+        except Exception:
+            return False
+        self._unapplied = None
+        return True
+
+    def _restore(self, stance: Stance) -> None:
+        """Give torch back ``stance`` after a block; if torch refuses, keep
+        meaning it (it is still the session stance) and say so, rather than
+        lose it or hide the block's own exception."""
+        try:
+            _apply(stance)
+        except BaseException as err:
+            if not self._cell_depth:
+                self._unapplied = stance
+            if not isinstance(err, Exception):
+                raise  # a KeyboardInterrupt is never swallowed
+            self._emit("unrestored", (stance, err))
+        else:
+            if not self._cell_depth:
+                self._unapplied = None
+
     # -- applying a stance to a block -------------------------------------
     @contextlib.contextmanager
     def applied(self, stance: Stance) -> Iterator[Stance]:
         """Run a block under ``stance``; the stance before it is back after,
-        whatever happens in the block (an exception, a KeyboardInterrupt)."""
+        whatever happens in the block (an exception, a KeyboardInterrupt).
+
+        If torch refuses to take the stance before back (the block ends while
+        this thread is inside a compiled region), that stance stays the
+        session stance: an ``"unrestored"`` event says so and
+        :meth:`retry_restore` applies it later.
+        """
+        self.retry_restore()
         before = current_stance()
         if not self._cell_depth:
+            before = self._unapplied or before
             self._last_session = before
-        if stance != before:
+        if stance != current_stance():
             _apply(stance)
         self._cell_depth += 1
         try:
@@ -323,7 +369,7 @@ class Engine:
                 if now != stance:
                     # the block called torch.compiler.set_stance itself
                     self._emit("undone", (now, after))
-                _apply(after)
+                self._restore(after)
 
     # -- measuring ----------------------------------------------------------
     @property

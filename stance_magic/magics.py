@@ -91,6 +91,14 @@ class StanceMagics(Magics):
                 f"(use %stance {inside.name} to keep it for the session)",
                 file=sys.stderr,
             )
+        elif event == "unrestored":
+            stance, err = value
+            print(
+                f"stance_magic: could not give torch the session stance {stance} back "
+                f"after this cell ({err}); it is still the session stance and is applied "
+                "again before the next cell",
+                file=sys.stderr,
+            )
 
     # -- the magic ----------------------------------------------------------
     @no_var_expand
@@ -409,6 +417,12 @@ class StanceMagics(Magics):
     # -- IPython events ----------------------------------------------------
     def pre_run_cell(self, info: Any) -> None:
         self._pending.clear()
+        if not self.engine.retry_restore():
+            print(
+                f"stance_magic: torch still refuses the session stance {self.engine.session}; "
+                "this cell runs under the stance torch has now",
+                file=sys.stderr,
+            )
         if not self.engine.watch:
             return
         raw = (getattr(info, "raw_cell", "") or "").lstrip()

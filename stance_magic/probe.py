@@ -183,10 +183,14 @@ def set_stance(name: str, skip_guard_eval_unsafe: bool, backend: Any) -> Any:
     require_torch()
     import torch
 
-    if torch.compiler.is_compiling():
+    if _dynamo_is_tracing():
         # Dynamo is tracing the caller: say so here, rather than letting it
         # trip over torch's forbidden set_stance with an opaque trace error.
         raise CompiledRegionError(COMPILED_REGION_MESSAGE)
+    # Otherwise torch decides, per thread: it refuses only while this thread
+    # runs inside a compiled region (its eval-frame callback is set). Another
+    # thread compiling at the same time does not count, although
+    # torch.compiler.is_compiling() (one flag for the process) is then True.
     try:
         return torch.compiler.set_stance(
             name,
@@ -197,6 +201,16 @@ def set_stance(name: str, skip_guard_eval_unsafe: bool, backend: Any) -> Any:
         if COMPILED_REGION_MESSAGE in str(err):
             raise CompiledRegionError(str(err)) from err
         raise
+
+
+def _dynamo_is_tracing() -> bool:
+    """True only while Dynamo traces the calling code: Dynamo folds
+    ``torch.compiler.is_dynamo_compiling()`` to True in the code it traces,
+    and it returns False when run (in any thread)."""
+    import torch
+
+    check = getattr(torch.compiler, "is_dynamo_compiling", None)
+    return bool(check()) if check is not None else False
 
 
 class CompiledRegionError(RuntimeError):

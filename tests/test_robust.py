@@ -1,0 +1,127 @@
+"""Robust under misuse, honest in the small things (issue 10)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+import stance_magic
+from stance_magic import probe
+
+from conftest import run
+
+WAIT_S = 10  # every wait on another thread is bounded
+
+
+class CompilingThread:
+    """A background thread held inside a torch.compile (its backend waits)."""
+
+    def __init__(self) -> None:
+        self.inside = threading.Event()
+        self.release = threading.Event()
+        self.errors: list[BaseException] = []
+
+        def held_backend(gm, example_inputs):
+            self.inside.set()
+            self.release.wait(WAIT_S)
+            return gm.forward
+
+        fn = torch.compile(lambda x: x * 3 - 1, backend=held_backend)
+
+        def target() -> None:
+            try:
+                fn(torch.ones(2))
+            except BaseException as exc:  # pragma: no cover - reported by the test
+                self.errors.append(exc)
+
+        self.thread = threading.Thread(target=target, daemon=True)
+
+    def start(self) -> CompilingThread:
+        self.thread.start()
+        assert self.inside.wait(WAIT_S), "the background thread never started compiling"
+        assert torch.compiler.is_compiling()  # process-wide: True in every thread
+        return self
+
+    def finish(self) -> None:
+        self.release.set()
+        self.thread.join(WAIT_S)
+        assert not self.thread.is_alive()
+        assert not self.errors, self.errors
+
+
+@pytest.fixture
+def compiling():
+    made: list[CompilingThread] = []
+
+    def start() -> CompilingThread:
+        t = CompilingThread()
+        made.append(t)
+        return t.start()
+
+    yield start
+    for t in made:
+        t.finish()
+
+
+# -- 4: another thread compiling ---------------------------------------------
+
+
+def test_a_thread_compiling_elsewhere_does_not_block_this_threads_stance(shell, compiling):
+    # torch refuses set_stance only inside a compiled region of the calling
+    # thread; is_compiling() is process-wide and must not decide it.
+    compiling()
+    res, cap = run(shell, "%stance eager_on_recompile")
+    assert res.success, res.error_in_exec
+    shell.run_cell("import stance_magic")
+    res, _ = run(shell, "%%stance force_eager -q\ninside = stance_magic.current_stance().name")
+    assert res.success, res.error_in_exec
+    assert shell.user_ns["inside"] == "force_eager"
+    assert stance_magic.current_stance().name == "eager_on_recompile"
+
+
+def test_a_thread_still_compiling_when_the_cell_ends_keeps_the_session(shell, compiling):
+    # The thread starts compiling inside the cell (under its stance) and is
+    # still compiling when the cell ends and the session stance comes back.
+    run(shell, "%stance force_eager -q")
+    shell.user_ns["start_compiling"] = compiling
+    res, _ = run(shell, "%%stance default -q\nstart_compiling()")
+    assert res.success, res.error_in_exec
+    assert stance_magic.current_stance().name == "force_eager"
+    assert stance_magic.get_engine().session.name == "force_eager"
+
+
+def test_compiled_region_of_this_thread_is_still_refused():
+    @torch.compile(backend="eager")
+    def inner(x):
+        stance_magic.set_session_stance("force_eager")
+        return x + 1
+
+    with pytest.raises(probe.CompiledRegionError):
+        inner(torch.ones(1))
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_a_failed_restore_keeps_the_session_stance_and_says_so(shell, monkeypatch):
+    run(shell, "%stance eager_on_recompile -q")
+    real = probe.set_stance
+    fails = {"n": 1}
+
+    def flaky(name, skip, backend):
+        if name == "eager_on_recompile" and fails["n"]:
+            fails["n"] -= 1
+            raise probe.CompiledRegionError(probe.COMPILED_REGION_MESSAGE)
+        return real(name, skip, backend)
+
+    monkeypatch.setattr(probe, "set_stance", flaky)
+    res, cap = run(shell, "%%stance force_eager -q\nx = 1")
+    assert res.success, res.error_in_exec  # the cell's own result stands
+    assert "eager_on_recompile" in cap.stderr and "could not" in cap.stderr
+    # the session stance is not lost: the engine still means it, and it is
+    # applied again before the next cell
+    assert stance_magic.get_engine().session.name == "eager_on_recompile"
+    shell.run_cell("import stance_magic")
+    res, _ = run(shell, "now = stance_magic.current_stance().name")
+    assert shell.user_ns["now"] == "eager_on_recompile"
+    assert stance_magic.current_stance().name == "eager_on_recompile"
