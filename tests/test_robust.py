@@ -125,3 +125,24 @@ def test_a_failed_restore_keeps_the_session_stance_and_says_so(shell, monkeypatc
     res, _ = run(shell, "now = stance_magic.current_stance().name")
     assert shell.user_ns["now"] == "eager_on_recompile"
     assert stance_magic.current_stance().name == "eager_on_recompile"
+
+
+# -- 5: %reload_ext -----------------------------------------------------------
+
+
+def test_reload_keeps_the_session_stance_and_watch(shell):
+    run(shell, "%stance force_eager -q")
+    run(shell, "%stance watch on")
+    res, _ = run(shell, "%reload_ext stance_magic")
+    assert res.success, res.error_in_exec
+    assert stance_magic.current_stance().name == "force_eager"
+    assert stance_magic.get_engine().session.name == "force_eager"
+    assert stance_magic.get_engine().watch is True
+    _, cap = run(shell, "%stance")
+    assert "session stance: force_eager" in cap.stdout
+    run(shell, "%stance watch off")
+    # unloading still gives back the stance from before the first load
+    run(shell, "%unload_ext stance_magic")
+    assert stance_magic.current_stance().name == "default"
+    run(shell, "%load_ext stance_magic")
+    assert stance_magic.current_stance().name == "default"
