@@ -20,6 +20,9 @@ from .report import CellReport, error_line
 IQR_LIMIT = 0.10
 RATIO_LIMIT = 4.0
 
+#: The most runs per side ``--compare --repeat N`` accepts.
+MAX_REPEAT = 10_000
+
 
 @dataclass
 class Steady:

@@ -148,7 +148,8 @@ class StanceMagics(Magics):
             Run the cell under force_eager and under STANCE (side effects
             repeat) and show the speedup and break-even run count.
         --repeat N
-            With --compare: run each N times (first run and steady state apart).
+            With --compare: run each N times (first run and steady state
+            apart; at most 10,000).
         --sweep [S1,S2,...]
             Run the cell once per stance (all supported ones if no list),
             each from cold compiled caches.
@@ -312,6 +313,10 @@ class StanceMagics(Magics):
             raise UsageError("--repeat goes with --compare")
         if args.repeat is not None and args.repeat < 1:
             raise UsageError("--repeat needs a count of 1 or more")
+        if args.repeat is not None and args.repeat > _max_repeat():
+            raise UsageError(
+                f"--repeat {args.repeat} is too many: at most {_max_repeat():,} runs per side"
+            )
         if args.sweep is not None and (words or args.compare):
             raise UsageError("--sweep runs every stance; give no STANCE and no --compare")
         ns = self._namespace(args)
@@ -501,6 +506,12 @@ def _check_can_await() -> None:
         "%%stance cannot run a cell that awaits inside a running event loop (as in "
         "Jupyter): await in a plain cell, and call the compiled code under %%stance"
     )
+
+
+def _max_repeat() -> int:
+    from .compare import MAX_REPEAT
+
+    return MAX_REPEAT
 
 
 def _can_show_images() -> bool:

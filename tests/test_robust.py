@@ -146,3 +146,15 @@ def test_reload_keeps_the_session_stance_and_watch(shell):
     assert stance_magic.current_stance().name == "default"
     run(shell, "%load_ext stance_magic")
     assert stance_magic.current_stance().name == "default"
+
+
+# -- 8: absurd --repeat --------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", ["99999999999999999999", "10001"])
+def test_absurd_repeat_is_refused_before_the_cell_runs(shell, count):
+    res, _ = run(shell, f"%%stance default --compare --repeat {count}\nside_effect = 1")
+    err = res.error_in_exec
+    assert type(err).__name__ == "UsageError"
+    assert "10,000" in str(err) and "\n" not in str(err)
+    assert "side_effect" not in shell.user_ns
