@@ -398,22 +398,24 @@ class StanceMagics(Magics):
         with shell.compile.extra_flags(getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)):
             code = shell.compile(tree, filename, "exec")
             code_last = shell.compile(last, filename, "eval") if last is not None else None
-        is_async = any(
-            c is not None and c.co_flags & inspect.CO_COROUTINE for c in (code, code_last)
-        )
-        if is_async:
+        # Only code with a top-level await is awaited: a cell ending in a call
+        # to an async def shows the coroutine object and runs nothing, as a
+        # plain IPython cell does.
+        body_awaits = bool(code.co_flags & inspect.CO_COROUTINE)
+        last_awaits = code_last is not None and bool(code_last.co_flags & inspect.CO_COROUTINE)
+        if body_awaits or last_awaits:
             _check_can_await()
         glob, loc = shell.user_global_ns, shell.user_ns
 
         def run() -> Any:
             __tracebackhide__ = True
             result = eval(code, glob, loc)
-            if inspect.iscoroutine(result):
+            if body_awaits:
                 shell.loop_runner(result)
             if code_last is None:
                 return None
             value = eval(code_last, glob, loc)
-            if inspect.iscoroutine(value):
+            if last_awaits:
                 value = shell.loop_runner(value)
             return value
 

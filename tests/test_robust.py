@@ -158,3 +158,26 @@ def test_absurd_repeat_is_refused_before_the_cell_runs(shell, count):
     assert type(err).__name__ == "UsageError"
     assert "10,000" in str(err) and "\n" not in str(err)
     assert "side_effect" not in shell.user_ns
+
+
+# -- 9: a cell ending in a call to an async def ---------------------------------
+
+
+def test_a_coroutine_call_is_shown_not_run_as_in_a_plain_cell(shell):
+    import inspect
+
+    shell.run_cell("ran = []\nasync def job():\n    ran.append(1)\n    return 5")
+    plain, _ = run(shell, "job()")
+    magic, cap = run(shell, "%%stance -q\njob()")
+    try:
+        assert inspect.iscoroutine(plain.result)
+        assert inspect.iscoroutine(magic.result), magic.result
+        assert "coroutine object" in cap.stdout
+        assert shell.user_ns["ran"] == []
+    finally:
+        for r in (plain.result, magic.result):
+            if inspect.iscoroutine(r):
+                r.close()
+    # only a top-level await is awaited
+    res, _ = run(shell, "%%stance -q\nawait job()")
+    assert res.result == 5 and shell.user_ns["ran"] == [1]
