@@ -181,3 +181,105 @@ def test_a_coroutine_call_is_shown_not_run_as_in_a_plain_cell(shell):
     # only a top-level await is awaited
     res, _ = run(shell, "%%stance -q\nawait job()")
     assert res.result == 5 and shell.user_ns["ran"] == [1]
+
+
+# -- 10: exports: odd text, links, device nodes, descriptors -------------------
+
+
+def _fds() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.fixture
+def odd_error(shell):
+    """A history whose one report's error text holds a surrogate-escaped byte."""
+    res, _ = run(
+        shell, "%%stance -q\nraise ValueError(b'bad \\xff byte'.decode('utf-8', 'surrogateescape'))"
+    )
+    assert isinstance(res.error_in_exec, ValueError)
+    assert "\udcff" in stance_magic.get_engine().history[-1].error
+    return shell
+
+
+def test_export_escapes_a_surrogate_byte(odd_error, tmp_path):
+    import json
+
+    csv_p, json_p = tmp_path / "h.csv", tmp_path / "h.json"
+    res, cap = run(odd_error, f"%stance history --csv {csv_p} --json {json_p}")
+    assert res.success, res.error_in_exec
+    text = csv_p.read_bytes().decode("utf-8")  # valid UTF-8, whole
+    assert "ValueError: bad \\udcff byte" in text and text.count("\n") == 2
+    assert json.loads(json_p.read_text())[0]["error"] == "ValueError: bad \udcff byte"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h.csv", "h.json"]
+
+
+def test_export_writes_through_a_symlink_to_a_regular_file(shell, tmp_path):
+    run(shell, "%%stance -q\nx = 1")
+    real = tmp_path / "real.csv"
+    real.write_text("old")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    res, _ = run(shell, f"%stance history --csv {link}")
+    assert res.success, res.error_in_exec
+    assert link.is_symlink() and link.resolve() == real
+    assert real.read_text().startswith("cell,")
+    dangling = tmp_path / "dangling.csv"
+    dangling.symlink_to(tmp_path / "new.csv")
+    res, _ = run(shell, f"%stance history --json {dangling}")
+    assert res.success, res.error_in_exec
+    assert dangling.is_symlink() and (tmp_path / "new.csv").read_text().startswith("[")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "dangling.csv",
+        "link.csv",
+        "new.csv",
+        "real.csv",
+    ]
+
+
+def test_export_refuses_a_device_node_or_fifo_in_one_line(shell, tmp_path):
+    import os
+    import stat
+
+    run(shell, "%%stance -q\nx = 1")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    to_dev = tmp_path / "to_null"
+    to_dev.symlink_to("/dev/null")
+    for target in (fifo, to_dev):
+        res, _ = run(shell, f"%stance history --csv {target}")
+        err = res.error_in_exec
+        assert type(err).__name__ == "UsageError", err
+        assert "not a regular file" in str(err) and "\n" not in str(err)
+        assert str(target) in str(err)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert to_dev.is_symlink() and os.readlink(to_dev) == "/dev/null"
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "to_null"]
+
+
+def test_no_descriptor_leaks_when_an_export_fails(shell, tmp_path, monkeypatch):
+    import os
+
+    run(shell, "%%stance -q\nx = 1")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    bad = [tmp_path / "nodir" / "h.csv", tmp_path, fifo]
+    for target in bad:  # warm-up: IPython's own first-time descriptors
+        run(shell, f"%stance history --csv {target}")
+    before = _fds()
+    for target in bad:
+        res, _ = run(shell, f"%stance history --csv {target}")
+        assert type(res.error_in_exec).__name__ == "UsageError"
+
+    def refuse(*args, **kwargs):
+        raise OSError(24, "Too many open files")
+
+    for name in ("fdopen", "replace"):
+        with monkeypatch.context() as m:
+            m.setattr(os, name, refuse)
+            res, _ = run(shell, f"%stance history --csv {tmp_path / 'h.csv'}")
+        assert "Too many open files" in str(res.error_in_exec), name
+    assert _fds() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]  # no temp file left
