@@ -435,6 +435,13 @@ class Engine:
             self.watch = on
             self._emit("watch", on)
 
+    def add_report(self, report: Any) -> None:
+        """Append a finished report to the history and tell observers (for a
+        measurement started with ``record=False`` that turned out worth
+        keeping, as ``%stance watch`` decides after the cell)."""
+        self.history.append(report)
+        self._emit("report", report)
+
     def clear_history(self) -> None:
         self.history.clear()
 

@@ -124,7 +124,9 @@ class StanceMagics(Magics):
             %stance                     show the session stance
             %stance STANCE [-u] [-b NAME]
                                         set the session stance for the cells that follow
-            %stance watch on|off        report every cell that compiled anything
+            %stance watch on|off        report every cell that compiled anything, and
+                                        keep every cell that ran compiled code in
+                                        the history
             %stance history [--csv PATH] [--json PATH] [--plot]
                                         one row per measured cell, the session so far
             %stance reset               forget all compiled code (torch.compiler.reset())
@@ -247,7 +249,8 @@ class StanceMagics(Magics):
         self.engine.set_watch(rest[0] == "on")
         if not args.quiet:
             what = (
-                "every cell that compiles gets a report"
+                "every cell that compiles gets a report, and every cell that runs "
+                "torch.compile'd code a row in %stance history"
                 if rest[0] == "on"
                 else "only %%stance cells are reported"
             )
@@ -435,25 +438,43 @@ class StanceMagics(Magics):
         raw = (getattr(info, "raw_cell", "") or "").lstrip()
         if raw.startswith("%%stance"):
             return  # the cell magic measures (and reports) this cell itself
-        self._watch_measure = self.engine.start_measure(source=raw)
+        # Kept in the history only if torch.compile did something (below).
+        self._watch_measure = self.engine.start_measure(source=raw, record=False)
 
     def close_watch(self) -> None:
         """Finish a watch measurement still open (unload during a watched cell)."""
         m, self._watch_measure = self._watch_measure, None
         if m is not None:
-            m.finish(None)
+            rep = m.finish(None)
+            if _compile_was_involved(rep):
+                self.engine.add_report(rep)
 
     def post_run_cell(self, result: Any) -> None:
         m, self._watch_measure = self._watch_measure, None
         if m is not None:
             err = getattr(result, "error_in_exec", None)
             rep = m.finish(err)
+            if _compile_was_involved(rep):
+                self.engine.add_report(rep)
             if rep.compiled_anything or rep.cache_misses:
                 self._pending.append((rep, False))
         self.engine.sync()
         pending, self._pending = self._pending, []
         for obj, plot in pending:
             show(obj, plot=plot)
+
+
+def _compile_was_involved(rep: Any) -> bool:
+    """Whether torch.compile did anything in a watched cell: compiled, looked
+    up compiled code, or ran a compiled function's first call eagerly. Other
+    cells (``a = 1``, ``%stance history``) stay out of the history."""
+    return bool(
+        rep.compiled_anything
+        or rep.cache_hits
+        or rep.cache_misses
+        or rep.refused_recompiles
+        or rep.eager_first_calls
+    )
 
 
 #: Characters that start IPython syntax (magics, shell escapes, help,

@@ -283,3 +283,26 @@ def test_no_descriptor_leaks_when_an_export_fails(shell, tmp_path, monkeypatch):
         assert "Too many open files" in str(res.error_in_exec), name
     assert _fds() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]  # no temp file left
+
+
+# -- 11: watch mode: what is reported and what is kept agree -------------------
+
+
+def test_watch_keeps_in_the_history_only_cells_where_torch_compile_did_something(shell):
+    shell.run_cell("import torch\nw = torch.compile(lambda x: x - 2, backend='eager')")
+    _, cap = run(shell, "%stance watch on")
+    assert "compiles gets a report" in cap.stdout and "history" in cap.stdout
+    hist = stance_magic.get_engine().history
+    n = len(hist)
+    for cell in ("a = 1 + 1", "%stance history", "%stance", "import math"):
+        run(shell, cell)
+    assert len(hist) == n  # torch.compile did nothing in these
+    run(shell, "w(torch.ones(2))")  # compiles: reported and kept
+    assert len(hist) == n + 1 and hist[-1].compiles == 1
+    _, cap = run(shell, "w(torch.ones(2))")  # served from the cache: kept, not reported
+    assert len(hist) == n + 2 and hist[-1].cache_hits == 1 and hist[-1].compiles == 0
+    assert not any("stance_magic report" in str(o.data) for o in cap.outputs)
+    run(shell, "%stance force_eager -q")
+    run(shell, "w(torch.ones(2))")  # runs eagerly: torch.compile did nothing
+    assert len(hist) == n + 2
+    run(shell, "%stance watch off")
