@@ -15,13 +15,17 @@ from .render import fmt_s, html_table, shorten, text_table
 from .report import CellReport, error_line
 
 #: Spread above which a steady-state figure is flagged as not to be trusted:
-#: interquartile range over median (torch.utils.benchmark flags 10 %), or
-#: slowest over fastest run (%timeit warns at 4x).
+#: interquartile range over median (torch.utils.benchmark flags 10 %; the
+#: range stands in below four steady runs), or slowest over fastest run
+#: (%timeit warns at 4x).
 IQR_LIMIT = 0.10
 RATIO_LIMIT = 4.0
 
 #: The most runs per side ``--compare --repeat N`` accepts.
 MAX_REPEAT = 10_000
+#: Runs per side without ``--repeat``: the first (warm-up) and four for the
+#: steady state, enough for its median and interquartile range.
+DEFAULT_REPEAT = 5
 
 
 @dataclass
@@ -52,9 +56,11 @@ class Steady:
         warning = None
         if len(runs) == 1:
             warning = f"{what}: one run only, no warm-up excluded (use --repeat 5 or more)"
-        elif len(steady) >= 4 and med > 0 and iqr / med > IQR_LIMIT:
+        elif len(steady) >= 2 and med > 0 and iqr / med > IQR_LIMIT:
+            # under four runs there are no quartiles: the range stands in
+            spread = "IQR" if len(steady) >= 4 else "range"
             warning = (
-                f"{what}: spread too wide to trust (IQR {iqr / med:.0%} of the median "
+                f"{what}: spread too wide to trust ({spread} {iqr / med:.0%} of the median "
                 f"over {len(steady)} runs)"
             )
         elif min(steady) > 0 and max(steady) / min(steady) > RATIO_LIMIT:
@@ -131,7 +137,7 @@ def compare(
     run: Callable[[], Any],
     stance: Stance,
     *,
-    repeat: int = 1,
+    repeat: int = DEFAULT_REPEAT,
     source: str = "",
     announce: bool = True,
     profile_guards: bool = False,

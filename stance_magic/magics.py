@@ -150,8 +150,8 @@ class StanceMagics(Magics):
             Run the cell under force_eager and under STANCE (side effects
             repeat) and show the speedup and break-even run count.
         --repeat N
-            With --compare: run each N times (first run and steady state
-            apart; at most 10,000).
+            With --compare: run each N times (default 5: the first run, and
+            four for the steady state; at most 10,000).
         --sweep [S1,S2,...]
             Run the cell once per stance (all supported ones if no list),
             each from cold compiled caches.
@@ -366,7 +366,7 @@ class StanceMagics(Magics):
                 self.engine,
                 run,
                 stance,
-                repeat=args.repeat or 1,
+                repeat=args.repeat or _default_repeat(),
                 source=cell,
                 announce=not args.quiet,
                 profile_guards=args.profile_guards,
@@ -535,6 +535,12 @@ def _max_repeat() -> int:
     from .compare import MAX_REPEAT
 
     return MAX_REPEAT
+
+
+def _default_repeat() -> int:
+    from .compare import DEFAULT_REPEAT
+
+    return DEFAULT_REPEAT
 
 
 def _can_show_images() -> bool:

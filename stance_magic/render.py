@@ -91,7 +91,7 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
         be = (
             "never (compiled is not faster)"
             if rep.break_even_calls is None
-            else f"{rep.break_even_calls} runs"
+            else f"{rep.break_even_calls} run{'s' if rep.break_even_calls != 1 else ''}"
         )
         rows.append(("break-even", be, []))
     if rep.error:

@@ -90,7 +90,7 @@ def test_compare_never_pays_off(sh):
 
 def test_compare_once_warns_no_steady_state(sh):
     sh.run_cell(SLOW_EAGER)
-    res, cap = run(sh, "%%stance default --compare --no-plot\ncwork(torch.ones(3))")
+    res, cap = run(sh, "%%stance default --compare --repeat 1 --no-plot\ncwork(torch.ones(3))")
     rep = stance_magic.history()[-1]
     assert len(rep.runs["compiled"]) == 1
     assert any("--repeat" in n for n in rep.notes)

@@ -306,3 +306,43 @@ def test_watch_keeps_in_the_history_only_cells_where_torch_compile_did_something
     run(shell, "w(torch.ones(2))")  # runs eagerly: torch.compile did nothing
     assert len(hist) == n + 2
     run(shell, "%stance watch off")
+
+
+# -- 12: --compare: a steady state by default, its spread, "1 run" -------------
+
+
+def test_compare_defaults_to_a_steady_state_and_flags_a_wide_spread(shell):
+    # eager runs alternate 2 ms / 20 ms: no steady state to trust
+    shell.run_cell(
+        "import time, torch\n"
+        "ticks = []\n"
+        "def jumpy(x):\n"
+        "    if not torch.compiler.is_compiling():\n"
+        "        ticks.append(1)\n"
+        "        time.sleep(0.02 if len(ticks) % 2 else 0.002)\n"
+        "    return x + 1\n"
+        "cj = torch.compile(jumpy, backend='eager')\n"
+    )
+    res, _ = run(shell, "%%stance default --compare --no-plot -q\ncj(torch.ones(2))")
+    assert res.success, res.error_in_exec
+    rep = stance_magic.get_engine().history[-1]
+    assert len(rep.runs["eager"]) == len(rep.runs["compiled"]) == 5
+    assert any("eager: spread too wide" in n for n in rep.notes), rep.notes
+
+
+def test_a_wide_spread_over_few_runs_is_flagged():
+    from stance_magic.compare import Steady
+
+    few = Steady.of([5.0, 1.0, 1.5], "eager")  # two steady runs, 50 % apart
+    assert few.warning and "spread too wide" in few.warning
+    assert Steady.of([5.0, 1.0, 1.02, 1.01], "eager").warning is None
+
+
+def test_break_even_of_one_run_is_singular():
+    from stance_magic.report import CellReport
+
+    rep = CellReport(eager_s=2.0, compiled_s=1.0, speedup=2.0, break_even_calls=1)
+    text = str(rep)
+    assert "break-even           1 run" in text and "1 runs" not in text
+    rep.break_even_calls = 3
+    assert "3 runs" in str(rep)
