@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -68,8 +67,14 @@ class Steady:
         return cls(steady, med, min(steady), max(steady), iqr, len(steady), warning)
 
 
-def _announce(msg: str) -> None:
-    print(f"stance_magic: {msg}", file=sys.stderr)
+def _announce(announce: bool | Callable[[str], None], msg: str) -> None:
+    """A notice, not an error: True prints it to stdout, a callable (the
+    magics' display of a notice, text and HTML) shows it, False drops it.
+    Never stderr, which Jupyter shows as an error box."""
+    if callable(announce):
+        announce(msg)
+    elif announce:
+        print(f"stance_magic: {msg}")
 
 
 @dataclass
@@ -139,19 +144,20 @@ def compare(
     *,
     repeat: int = DEFAULT_REPEAT,
     source: str = "",
-    announce: bool = True,
+    announce: bool | Callable[[str], None] = True,
     profile_guards: bool = False,
 ) -> CompareResult:
     """Run ``run`` ``repeat`` times under force_eager, then under ``stance``.
 
     The eager runs come first, so the compiled runs see the compiled caches as
     the cell left them. Exceptions propagate after the stance is restored.
+    ``announce`` says that side effects repeat (see :func:`_announce`).
     """
-    if announce:
-        _announce(
-            f"--compare runs this cell {repeat}× under force_eager, then {repeat}× under "
-            f"{stance}: its side effects repeat"
-        )
+    _announce(
+        announce,
+        f"--compare runs this cell {repeat}× under force_eager, then {repeat}× under "
+        f"{stance}: its side effects repeat",
+    )
     eager_runs: list[float] = []
     with engine.applied(Stance("force_eager")):
         for _ in range(repeat):
@@ -261,7 +267,7 @@ def sweep(
     stances: Sequence[Stance],
     *,
     source: str = "",
-    announce: bool = True,
+    announce: bool | Callable[[str], None] = True,
     profile_guards: bool = False,
 ) -> SweepResult:
     """Run the cell once per stance, ``torch.compiler.reset()`` before each.
@@ -272,9 +278,10 @@ def sweep(
     if announce:
         names = ", ".join(str(s) for s in stances)
         _announce(
+            announce,
             f"--sweep runs this cell once per stance ({names}), each after "
             "torch.compiler.reset() and with Inductor's on-disk caches off: compiled code "
-            "is forgotten and side effects repeat"
+            "is forgotten and side effects repeat",
         )
     reports = []
     with probe.no_disk_caches():

@@ -353,7 +353,7 @@ class StanceMagics(Magics):
                 run,
                 stances,
                 source=cell,
-                announce=not args.quiet,
+                announce=False if args.quiet else _notice,
                 profile_guards=args.profile_guards,
             )
             if not args.quiet:
@@ -368,7 +368,7 @@ class StanceMagics(Magics):
                 stance,
                 repeat=args.repeat or _default_repeat(),
                 source=cell,
-                announce=not args.quiet,
+                announce=False if args.quiet else _notice,
                 profile_guards=args.profile_guards,
             )
             if not args.quiet:
@@ -541,6 +541,19 @@ def _default_repeat() -> int:
     from .compare import DEFAULT_REPEAT
 
     return DEFAULT_REPEAT
+
+
+def _notice(msg: str) -> None:
+    """A notice (not an error): displayed as text and HTML, so Jupyter does not
+    show it in the pink box of stderr; a terminal prints it on stdout."""
+    import html
+
+    text = f"stance_magic: {msg}"
+    _display(
+        text,
+        f'<div class="sm-notice" style="font-size:12px;color:#555;margin:2px 0">'
+        f"{html.escape(text)}</div>",
+    )
 
 
 def _can_show_images() -> bool:

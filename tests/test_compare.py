@@ -49,7 +49,7 @@ def test_compare_repeat_numbers_against_independent_timing(sh):
     assert res.success
     assert torch.equal(res.result, torch.full((2,), 2.0))  # last expression still shown
     assert len(sh.user_ns["calls"]) == 10  # side effects repeat: 5 eager + 5 compiled
-    assert "side effects repeat" in cap.stderr
+    assert any("side effects repeat" in t for t in text_outputs(cap))
     rep = stance_magic.history()[-1]
     eager, comp = rep.runs["eager"], rep.runs["compiled"]
     assert len(eager) == len(comp) == 5
@@ -112,7 +112,7 @@ def test_sweep_every_stance_from_cold(sh):
     run(sh, "%stance eager_on_recompile -q")
     res, cap = run(sh, "%%stance --sweep\nfor n in (2, 3):\n    sw(torch.ones(n))")
     assert res.success
-    assert "torch.compiler.reset()" in cap.stderr
+    assert any("torch.compiler.reset()" in t for t in text_outputs(cap))
     reps = stance_magic.history()[-len(probe.supported_stances()) :]
     by = {r.stance: r for r in reps}
     assert set(by) == set(probe.supported_stances())

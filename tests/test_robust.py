@@ -346,3 +346,20 @@ def test_break_even_of_one_run_is_singular():
     assert "break-even           1 run" in text and "1 runs" not in text
     rep.break_even_calls = 3
     assert "3 runs" in str(rep)
+
+
+# -- 13: --compare/--sweep notices are notices, not errors ---------------------
+
+
+@pytest.mark.parametrize("opts", ["default --compare --repeat 2", "--sweep default,force_eager"])
+def test_repeat_notices_are_displayed_not_written_to_stderr(shell, opts):
+    shell.run_cell("import torch\nnt = torch.compile(lambda x: x + 5, backend='eager')")
+    res, cap = run(shell, f"%%stance {opts} --no-plot\nnt(torch.ones(2))")
+    assert res.success, res.error_in_exec
+    assert "repeat" not in cap.stderr
+    notices = [o.data for o in cap.outputs if "side effects repeat" in o.data["text/plain"]]
+    assert len(notices) == 1
+    assert notices[0]["text/plain"].startswith("stance_magic: ")
+    assert "side effects repeat" in notices[0]["text/html"]
+    _, cap = run(shell, f"%%stance {opts} -q\nnt(torch.ones(2))")
+    assert not cap.outputs and "repeat" not in cap.stdout + cap.stderr
