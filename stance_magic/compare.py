@@ -146,12 +146,14 @@ def compare(
     source: str = "",
     announce: bool | Callable[[str], None] = True,
     profile_guards: bool = False,
+    execution_count: int | None = None,
 ) -> CompareResult:
     """Run ``run`` ``repeat`` times under force_eager, then under ``stance``.
 
     The eager runs come first, so the compiled runs see the compiled caches as
     the cell left them. Exceptions propagate after the stance is restored.
-    ``announce`` says that side effects repeat (see :func:`_announce`).
+    ``announce`` says that side effects repeat (see :func:`_announce`);
+    ``execution_count`` is the cell's number in the front end (``In [N]``).
     """
     _announce(
         announce,
@@ -168,6 +170,7 @@ def compare(
     value = None
     recorder = engine.recorder
     with engine.measure(stance, source=source, profile_guards=profile_guards) as rep:
+        rep.execution_count = execution_count
         for _ in range(repeat):
             before = recorder.compile_starts
             t, value = _timed(run)
@@ -269,6 +272,7 @@ def sweep(
     source: str = "",
     announce: bool | Callable[[str], None] = True,
     profile_guards: bool = False,
+    execution_count: int | None = None,
 ) -> SweepResult:
     """Run the cell once per stance, ``torch.compiler.reset()`` before each.
 
@@ -285,7 +289,7 @@ def sweep(
         )
     reports = []
     with probe.no_disk_caches():
-        reports = _sweep_runs(engine, run, stances, source, profile_guards)
+        reports = _sweep_runs(engine, run, stances, source, profile_guards, execution_count)
     return SweepResult([r for r in reports if r is not None])
 
 
@@ -295,6 +299,7 @@ def _sweep_runs(
     stances: Sequence[Stance],
     source: str,
     profile_guards: bool,
+    execution_count: int | None = None,
 ) -> list[CellReport | None]:
     reports: list[CellReport | None] = []
     for st in stances:
@@ -304,6 +309,7 @@ def _sweep_runs(
             with engine.measure(
                 st, source=source, label=f"sweep: {st}", profile_guards=profile_guards
             ) as rep:
+                rep.execution_count = execution_count
                 run()
         except Exception as exc:
             if rep is not None and rep.error is None:

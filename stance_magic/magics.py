@@ -342,7 +342,8 @@ class StanceMagics(Magics):
                 ns,
                 base=self.engine.session,
             )
-        run = self._compile_cell(cell)
+        number = _cell_number(self.shell)
+        run = self._compile_cell(cell, number)
         if stance is not None:
             self._warn_skip_guard(stance)
         if args.sweep is not None:
@@ -355,6 +356,7 @@ class StanceMagics(Magics):
                 source=cell,
                 announce=False if args.quiet else _notice,
                 profile_guards=args.profile_guards,
+                execution_count=number,
             )
             if not args.quiet:
                 self._pending.append((result, not args.no_plot))
@@ -370,6 +372,7 @@ class StanceMagics(Magics):
                 source=cell,
                 announce=False if args.quiet else _notice,
                 profile_guards=args.profile_guards,
+                execution_count=number,
             )
             if not args.quiet:
                 self._pending.append((result, not args.no_plot))
@@ -379,19 +382,20 @@ class StanceMagics(Magics):
             with self.engine.measure(
                 stance, source=cell, profile_guards=args.profile_guards
             ) as rep:
+                rep.execution_count = number
                 return run()
         finally:
             if rep is not None and not args.quiet:
                 self._pending.append((rep, not args.no_plot))
 
-    def _compile_cell(self, cell: str) -> Any:
+    def _compile_cell(self, cell: str, number: int) -> Any:
         """Parse and compile the cell as IPython does (raising SyntaxError now,
         before any stance is applied); return a function that runs it in the
         user namespace and gives the value of its last expression."""
         __tracebackhide__ = True
         shell = self.shell
         transformed = shell.transform_cell(cell) if _needs_transform(cell) else cell
-        filename = shell.compile.cache(transformed, _cell_number(shell), raw_code=cell)
+        filename = shell.compile.cache(transformed, number, raw_code=cell)
         tree = shell.compile.ast_parse(transformed, filename=filename)
         tree = shell.transform_ast(tree)
         last = None
@@ -453,6 +457,8 @@ class StanceMagics(Magics):
         m, self._watch_measure = self._watch_measure, None
         if m is not None:
             err = getattr(result, "error_in_exec", None)
+            # IPython's number for this cell (In [N]) comes with its result
+            m.report.execution_count = getattr(result, "execution_count", None)
             rep = m.finish(err)
             if _compile_was_involved(rep):
                 self.engine.add_report(rep)

@@ -99,8 +99,16 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
     return rows
 
 
+def _which_cell(rep: CellReport) -> str:
+    """``In [7]`` (IPython's number) when known, else ``cell 3`` (the history position)."""
+    if rep.execution_count is not None:
+        return f"In [{rep.execution_count}]"
+    return f"cell {rep.index}" if rep.index else ""
+
+
 def report_text(rep: CellReport) -> str:
-    title = f"stance_magic report, cell {rep.index}" if rep.index else "stance_magic report"
+    which = _which_cell(rep)
+    title = f"stance_magic report, {which}" if which else "stance_magic report"
     rows = report_rows(rep)
     width = max(len(r[0]) for r in rows)
     out = [title]
@@ -129,7 +137,8 @@ CSS = (
 
 def report_html(rep: CellReport) -> str:
     e = html.escape
-    title = f"stance_magic · cell {rep.index}" if rep.index else "stance_magic"
+    which = _which_cell(rep)
+    title = f"stance_magic · {which}" if which else "stance_magic"
     rows = []
     for label, value, details in report_rows(rep):
         cls = ' class="sm-err"' if label == "error" else ""
@@ -148,6 +157,7 @@ def report_html(rep: CellReport) -> str:
 
 HISTORY_COLUMNS = (
     ("cell", "cell"),
+    ("execution_count", "In"),
     ("label", "code"),
     ("stance_label", "stance"),
     ("wall_s", "wall"),

@@ -72,13 +72,16 @@ class CellReport:
     into exclusive phases. ``cache_hits``/``cache_misses`` count calls into
     compiled frames (a call into an empty cache that compiles is a miss).
     ``guard_s`` is the guard evaluation time of the cell, measured as
-    ``guard_method`` says.
+    ``guard_method`` says. ``index`` is the report's position in the
+    history (1 for the first); ``execution_count`` is the number IPython gave
+    the cell (``In [7]``), when a front end knows it.
     """
 
     stance: str = "default"
     skip_guard_eval_unsafe: bool = False
     backend: str | None = None
     index: int = 0
+    execution_count: int | None = None
     label: str | None = None
     source: str = ""
     wall_s: float = 0.0
@@ -131,6 +134,7 @@ class CellReport:
         """One flat row for the history table and CSV export."""
         return {
             "cell": self.index,
+            "execution_count": self.execution_count,
             "label": self.label or first_line(self.source),
             "stance": self.stance,
             "stance_label": self.stance_label,

@@ -363,3 +363,39 @@ def test_repeat_notices_are_displayed_not_written_to_stderr(shell, opts):
     assert "side effects repeat" in notices[0]["text/html"]
     _, cap = run(shell, f"%%stance {opts} -q\nnt(torch.ones(2))")
     assert not cap.outputs and "repeat" not in cap.stdout + cap.stderr
+
+
+# -- 14: reports numbered as IPython numbers the cells --------------------------
+
+
+def test_reports_carry_ipythons_cell_number(shell, tmp_path):
+    from conftest import html_outputs, text_outputs
+
+    shell.run_cell("import torch\nec = torch.compile(lambda x: x * 7, backend='eager')")
+    for _ in range(3):
+        run(shell, "pass")  # unmeasured cells: IPython's numbers run ahead
+    res, cap = run(shell, "%%stance default --no-plot\nec(torch.ones(2))")
+    n = res.execution_count
+    hist = stance_magic.get_engine().history
+    rep = hist[-1]
+    assert rep.execution_count == n and rep.index == len(hist) and n != rep.index
+    assert any(t.startswith(f"stance_magic report, In [{n}]") for t in text_outputs(cap))
+    assert any(f"In [{n}]" in h for h in html_outputs(cap))
+    assert rep.summary_row()["execution_count"] == n
+    # --compare, --sweep and watched cells too
+    res, _ = run(shell, "%%stance default --compare --repeat 2 -q\nec(torch.ones(3))")
+    assert hist[-1].execution_count == res.execution_count
+    res, _ = run(shell, "%%stance --sweep default,force_eager -q\nec(torch.ones(4))")
+    assert [r.execution_count for r in hist[-2:]] == [res.execution_count] * 2
+    run(shell, "%stance watch on -q")
+    res, _ = run(shell, "ec(torch.ones(5))")
+    assert hist[-1].execution_count == res.execution_count
+    run(shell, "%stance watch off -q")
+    # the history table and the CSV show the number too
+    _, cap = run(shell, "%stance history")
+    lines = cap.stdout.split("Out[", 1)[1].splitlines()[1:]
+    assert lines[0].split()[:2] == ["cell", "In"]
+    assert [ln.split()[:2] for ln in lines[2:]][rep.index - 1] == [str(rep.index), str(n)]
+    p = tmp_path / "h.csv"
+    run(shell, f"%stance history --csv {p} -q")
+    assert p.read_text().splitlines()[0].startswith("cell,execution_count,")
