@@ -128,7 +128,10 @@ class StanceMagics(Magics):
                                         keep every cell that ran compiled code in
                                         the history
             %stance history [--csv PATH] [--json PATH] [--plot]
-                                        one row per measured cell, the session so far
+                                        one row per measured cell, the session so far;
+                                        an export prints one line (the table is not
+                                        shown again); the chart needs a front end
+                                        that shows images (Jupyter)
             %stance reset               forget all compiled code (torch.compiler.reset())
             %stance panel               a widget panel to toggle the stance
 
@@ -272,16 +275,26 @@ class StanceMagics(Magics):
             except OSError as err:
                 reason = err.strerror if err.strerror else str(err)
                 raise UsageError(f"%stance history: cannot write {path}: {reason}") from None
-        for path in written:
-            print(f"wrote {len(hist)} rows to {path}")
-        if args.plot and not args.no_plot and _can_show_images():
-            from .plots import history_figure, show_figure
+        if not args.quiet:
+            rows = f"{len(hist)} row{'s' if len(hist) != 1 else ''}"
+            for path in written:
+                print(f"wrote {rows} to {path}")
+        if args.plot and not args.no_plot:
+            if _can_show_images():
+                from .plots import history_figure, show_figure
 
-            _display(str(hist), hist._repr_html_())
-            show_figure(history_figure(hist), text=f"[session history chart: {len(hist)} cells]")
-            return None
-        if written and args.quiet:
-            return None
+                _display(str(hist), hist._repr_html_())
+                show_figure(
+                    history_figure(hist), text=f"[session history chart: {len(hist)} cells]"
+                )
+                return None
+            print(
+                "stance_magic: no chart: this front end shows text only (a terminal "
+                "IPython); the table follows, and Jupyter draws the chart"
+            )
+            return hist
+        if written:
+            return None  # the one line above says what was written
         return hist
 
     def _cmd_reset(self, args: Any, rest: list[str]) -> None:

@@ -399,3 +399,27 @@ def test_reports_carry_ipythons_cell_number(shell, tmp_path):
     p = tmp_path / "h.csv"
     run(shell, f"%stance history --csv {p} -q")
     assert p.read_text().splitlines()[0].startswith("cell,execution_count,")
+
+
+# -- 15: history in a terminal, and exports ------------------------------------
+
+
+def test_history_plot_in_a_terminal_says_why_there_is_no_chart(shell):
+    shell.display_formatter.active_types = ["text/plain"]  # as a terminal IPython
+    run(shell, "%%stance -q\nx = 1")
+    _, cap = run(shell, "%stance history --plot")
+    why = [ln for ln in cap.stdout.splitlines() if "chart" in ln]
+    assert len(why) == 1 and "text only" in why[0], cap.stdout
+    assert "cell  In" in cap.stdout  # the table itself still shows
+    assert not [o for o in cap.outputs if "image/png" in o.data]
+
+
+def test_an_export_prints_one_line_not_the_table(shell, tmp_path):
+    run(shell, "%%stance -q\nx = 1")
+    p = tmp_path / "h.csv"
+    res, cap = run(shell, f"%stance history --csv {p}")
+    assert res.success and res.result is None
+    assert cap.stdout.splitlines() == [f"wrote 1 row to {p}"]
+    assert not cap.outputs
+    _, cap = run(shell, f"%stance history --csv {p} -q")
+    assert not cap.stdout and not cap.outputs
