@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -423,3 +424,33 @@ def test_an_export_prints_one_line_not_the_table(shell, tmp_path):
     assert not cap.outputs
     _, cap = run(shell, f"%stance history --csv {p} -q")
     assert not cap.stdout and not cap.outputs
+
+
+# -- 16: the README and pyproject say what is true ------------------------------
+
+
+def _repo() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def test_readme_code_blocks_paste_as_cells():
+    import re
+
+    text = (_repo() / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    for block in blocks:
+        lines = block.splitlines()
+        # a cell magic works only on the first line of a cell: one block per cell
+        assert not [ln for ln in lines[1:] if ln.startswith("%%")], block
+    assert "first Inductor compile" in text and "20–30 s" in text
+
+
+def test_pyproject_names_files_that_exist():
+    import re
+
+    text = (_repo() / "pyproject.toml").read_text()
+    named = re.findall(r"\(([\w./-]+\.txt)\)", text)
+    assert named
+    for name in named:
+        assert (_repo() / name).is_file(), name
