@@ -148,7 +148,8 @@ class StanceMagics(Magics):
             Force a backend (only with the default stance): a name from
             ``torch._dynamo.list_backends()`` or a callable in your namespace.
         -q, --quiet
-            No report.
+            No report, no notice (--compare, --sweep), no message (a session
+            stance set, an export written).
         --compare
             Run the cell under force_eager and under STANCE (side effects
             repeat) and show the speedup and break-even run count.
