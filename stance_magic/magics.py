@@ -80,6 +80,7 @@ class StanceMagics(Magics):
         self.engine = engine or get_engine()
         self._pending: list[tuple[Any, bool]] = []
         self._watch_measure: Any = None
+        self._watch_calls: Any = None
         self.engine.observe(self._on_engine)
 
     def _on_engine(self, event: str, value: Any) -> None:
@@ -125,8 +126,8 @@ class StanceMagics(Magics):
             %stance STANCE [-u] [-b NAME]
                                         set the session stance for the cells that follow
             %stance watch on|off        report every cell that compiled anything, and
-                                        keep every cell that ran compiled code in
-                                        the history
+                                        keep every cell that called torch.compile'd
+                                        code (whatever the stance) in the history
             %stance history [--csv PATH] [--json PATH] [--plot]
                                         one row per measured cell, the session so far;
                                         an export prints one line (the table is not
@@ -253,7 +254,7 @@ class StanceMagics(Magics):
         self.engine.set_watch(rest[0] == "on")
         if not args.quiet:
             what = (
-                "every cell that compiles gets a report, and every cell that runs "
+                "every cell that compiles gets a report, and every cell that calls "
                 "torch.compile'd code a row in %stance history"
                 if rest[0] == "on"
                 else "only %%stance cells are reported"
@@ -456,25 +457,34 @@ class StanceMagics(Magics):
         raw = (getattr(info, "raw_cell", "") or "").lstrip()
         if raw.startswith("%%stance"):
             return  # the cell magic measures (and reports) this cell itself
-        # Kept in the history only if torch.compile did something (below).
+        # Kept in the history only if the cell called torch.compile'd code (below).
+        from .probe import CompiledCallCounter
+
+        self._watch_calls = CompiledCallCounter().start()
         self._watch_measure = self.engine.start_measure(source=raw, record=False)
+
+    def _stop_watch_calls(self) -> int:
+        counter, self._watch_calls = self._watch_calls, None
+        return counter.stop() if counter is not None else 0
 
     def close_watch(self) -> None:
         """Finish a watch measurement still open (unload during a watched cell)."""
         m, self._watch_measure = self._watch_measure, None
+        calls = self._stop_watch_calls()
         if m is not None:
             rep = m.finish(None)
-            if _compile_was_involved(rep):
+            if calls or _compile_was_involved(rep):
                 self.engine.add_report(rep)
 
     def post_run_cell(self, result: Any) -> None:
         m, self._watch_measure = self._watch_measure, None
+        calls = self._stop_watch_calls()
         if m is not None:
             err = getattr(result, "error_in_exec", None)
             # IPython's number for this cell (In [N]) comes with its result
             m.report.execution_count = getattr(result, "execution_count", None)
             rep = m.finish(err)
-            if _compile_was_involved(rep):
+            if calls or _compile_was_involved(rep):
                 self.engine.add_report(rep)
             if rep.compiled_anything or rep.cache_misses:
                 self._pending.append((rep, False))
@@ -486,8 +496,9 @@ class StanceMagics(Magics):
 
 def _compile_was_involved(rep: Any) -> bool:
     """Whether torch.compile did anything in a watched cell: compiled, looked
-    up compiled code, or ran a compiled function's first call eagerly. Other
-    cells (``a = 1``, ``%stance history``) stay out of the history."""
+    up compiled code, or ran a compiled function's first call eagerly (with
+    the calls into torch.compile'd code counted by the watch, this decides
+    what the history keeps; ``a = 1``, ``%stance history`` stay out)."""
     return bool(
         rep.compiled_anything
         or rep.cache_hits

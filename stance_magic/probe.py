@@ -224,6 +224,43 @@ class CompiledRegionError(RuntimeError):
         )
 
 
+class CompiledCallCounter:
+    """Counts calls into ``torch.compile``'d functions and modules, whatever
+    the stance makes of them (compiled, looked up, or run eagerly under
+    ``force_eager``), between :meth:`start` and :meth:`stop`.
+
+    Every such call asks torch's ``_callback_from_stance`` what to do; the
+    counter wraps that function only while it is started, so nothing is
+    added to calls made outside (``%stance watch`` starts it per cell).
+    """
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._orig: Any = None
+        self._wrapper: Any = None
+
+    def start(self) -> CompiledCallCounter:
+        ef = _eval_frame()
+        orig = ef._callback_from_stance
+
+        def counting(callback: Any) -> Any:
+            self.calls += 1
+            return orig(callback)
+
+        self._orig, self._wrapper = orig, counting
+        ef._callback_from_stance = counting
+        return self
+
+    def stop(self) -> int:
+        """Unwrap (if still ours) and return the number of calls counted."""
+        if self._wrapper is not None:
+            ef = _eval_frame()
+            if ef._callback_from_stance is self._wrapper:
+                ef._callback_from_stance = self._orig
+            self._orig = self._wrapper = None
+        return self.calls
+
+
 def reset_compiled_code() -> None:
     """Forget all compiled code (``torch.compiler.reset()``)."""
     require_torch()

@@ -304,9 +304,15 @@ def test_watch_keeps_in_the_history_only_cells_where_torch_compile_did_something
     assert len(hist) == n + 2 and hist[-1].cache_hits == 1 and hist[-1].compiles == 0
     assert not any("stance_magic report" in str(o.data) for o in cap.outputs)
     run(shell, "%stance force_eager -q")
-    run(shell, "w(torch.ones(2))")  # runs eagerly: torch.compile did nothing
-    assert len(hist) == n + 2
+    run(shell, "w(torch.ones(2))")  # a compiled function, run eagerly: kept
+    assert len(hist) == n + 3 and hist[-1].stance == "force_eager"
+    run(shell, "b = 2 * 2")  # nothing of torch.compile's: not kept
+    assert len(hist) == n + 3
     run(shell, "%stance watch off")
+    # the counting is undone when the cell ends: nothing stays wrapped
+    from torch._dynamo import eval_frame
+
+    assert eval_frame._callback_from_stance.__module__ == "torch._dynamo.eval_frame"
 
 
 # -- 12: --compare: a steady state by default, its spread, "1 run" -------------
