@@ -346,11 +346,11 @@ class Engine:
         :meth:`retry_restore` applies it later.
         """
         self.retry_restore()
-        before = current_stance()
+        before = now = current_stance()
         if not self._cell_depth:
-            before = self._unapplied or before
+            before = self._unapplied or now
             self._last_session = before
-        if stance != current_stance():
+        if stance != now:
             _apply(stance)
         self._cell_depth += 1
         try:

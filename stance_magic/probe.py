@@ -141,11 +141,13 @@ def supported_stances() -> tuple[str, ...]:
         dummy._torchdynamo_orig_backend = dummy  # type: ignore[attr-defined]
         accepted = []
         saved = ef._stance
+        # torch's own function, not a CompiledCallCounter's wrapper around it
+        dispatch = getattr(ef._callback_from_stance, "__wrapped__", ef._callback_from_stance)
         try:
             for name in candidates:
                 ef._stance = ef.DynamoStance(name)
                 try:
-                    ef._callback_from_stance(dummy)
+                    dispatch(dummy)
                 except RuntimeError:
                     continue
                 accepted.append(name)
@@ -247,6 +249,7 @@ class CompiledCallCounter:
             self.calls += 1
             return orig(callback)
 
+        counting.__wrapped__ = orig  # type: ignore[attr-defined]
         self._orig, self._wrapper = orig, counting
         ef._callback_from_stance = counting
         return self
