@@ -109,7 +109,11 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    """``%unload_ext stance_magic``: remove everything load added; restore the stance."""
+    """``%unload_ext stance_magic``: remove everything load added; restore the stance.
+
+    ``%reload_ext stance_magic`` (an unload, then a load) keeps the session
+    stance and watch as they were.
+    """
     from ._extension import unload
 
     unload(ipython)

@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 _STATE: dict[int, dict[str, Any]] = {}
+#: What ``%reload_ext`` carries from the unload to the load that follows it.
+_RELOADING: dict[int, dict[str, Any]] = {}
+
+
+def _in_reload(ipython: Any) -> bool:
+    """Whether IPython's ``reload_extension`` (``%reload_ext``) is calling us."""
+    manager = getattr(ipython, "extension_manager", None)
+    codes = {
+        getattr(getattr(klass, "reload_extension", None), "__code__", None)
+        for klass in type(manager).__mro__
+    } - {None}
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def load(ipython: Any) -> None:
@@ -14,6 +32,9 @@ def load(ipython: Any) -> None:
     key = id(ipython)
     if key in _STATE:  # %load_ext twice: nothing is registered twice
         return
+    carried = _RELOADING.pop(key, None)
+    if carried is not None and not _in_reload(ipython):
+        carried = None
     engine = get_engine()
     engine.new_session()
     magics = StanceMagics(ipython, engine)
@@ -21,6 +42,12 @@ def load(ipython: Any) -> None:
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     ipython.events.register("post_run_cell", magics.post_run_cell)
     _STATE[key] = {"magics": magics, "stance_before": current_stance()}
+    if carried is not None:
+        # %reload_ext: the session goes on as it was; a later %unload_ext
+        # still gives back the stance from before the first load.
+        _STATE[key]["stance_before"] = carried["stance_before"]
+        engine.set_session(carried["session"])
+        engine.set_watch(carried["watch"])
 
 
 def unload(ipython: Any) -> None:
@@ -30,6 +57,12 @@ def unload(ipython: Any) -> None:
     if state is None:
         return
     magics = state["magics"]
+    if _in_reload(ipython):
+        _RELOADING[id(ipython)] = {
+            "stance_before": state["stance_before"],
+            "session": get_engine().session,
+            "watch": get_engine().watch,
+        }
     get_engine().unobserve(magics._on_engine)
     # The %unload_ext cell itself may be watched: close that window now, as
     # its post_run_cell hook is about to be removed.

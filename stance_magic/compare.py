@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -15,10 +14,17 @@ from .render import fmt_s, html_table, shorten, text_table
 from .report import CellReport, error_line
 
 #: Spread above which a steady-state figure is flagged as not to be trusted:
-#: interquartile range over median (torch.utils.benchmark flags 10 %), or
-#: slowest over fastest run (%timeit warns at 4x).
+#: interquartile range over median (torch.utils.benchmark flags 10 %; the
+#: range stands in below four steady runs), or slowest over fastest run
+#: (%timeit warns at 4x).
 IQR_LIMIT = 0.10
 RATIO_LIMIT = 4.0
+
+#: The most runs per side ``--compare --repeat N`` accepts.
+MAX_REPEAT = 10_000
+#: Runs per side without ``--repeat``: the first (warm-up) and four for the
+#: steady state, enough for its median and interquartile range.
+DEFAULT_REPEAT = 5
 
 
 @dataclass
@@ -49,9 +55,11 @@ class Steady:
         warning = None
         if len(runs) == 1:
             warning = f"{what}: one run only, no warm-up excluded (use --repeat 5 or more)"
-        elif len(steady) >= 4 and med > 0 and iqr / med > IQR_LIMIT:
+        elif len(steady) >= 2 and med > 0 and iqr / med > IQR_LIMIT:
+            # under four runs there are no quartiles: the range stands in
+            spread = "IQR" if len(steady) >= 4 else "range"
             warning = (
-                f"{what}: spread too wide to trust (IQR {iqr / med:.0%} of the median "
+                f"{what}: spread too wide to trust ({spread} {iqr / med:.0%} of the median "
                 f"over {len(steady)} runs)"
             )
         elif min(steady) > 0 and max(steady) / min(steady) > RATIO_LIMIT:
@@ -59,8 +67,14 @@ class Steady:
         return cls(steady, med, min(steady), max(steady), iqr, len(steady), warning)
 
 
-def _announce(msg: str) -> None:
-    print(f"stance_magic: {msg}", file=sys.stderr)
+def _announce(announce: bool | Callable[[str], None], msg: str) -> None:
+    """A notice, not an error: True prints it to stdout, a callable (the
+    magics' display of a notice, text and HTML) shows it, False drops it.
+    Never stderr, which Jupyter shows as an error box."""
+    if callable(announce):
+        announce(msg)
+    elif announce:
+        print(f"stance_magic: {msg}")
 
 
 @dataclass
@@ -128,21 +142,24 @@ def compare(
     run: Callable[[], Any],
     stance: Stance,
     *,
-    repeat: int = 1,
+    repeat: int = DEFAULT_REPEAT,
     source: str = "",
-    announce: bool = True,
+    announce: bool | Callable[[str], None] = True,
     profile_guards: bool = False,
+    execution_count: int | None = None,
 ) -> CompareResult:
     """Run ``run`` ``repeat`` times under force_eager, then under ``stance``.
 
     The eager runs come first, so the compiled runs see the compiled caches as
     the cell left them. Exceptions propagate after the stance is restored.
+    ``announce`` says that side effects repeat (see :func:`_announce`);
+    ``execution_count`` is the cell's number in the front end (``In [N]``).
     """
-    if announce:
-        _announce(
-            f"--compare runs this cell {repeat}× under force_eager, then {repeat}× under "
-            f"{stance}: its side effects repeat"
-        )
+    _announce(
+        announce,
+        f"--compare runs this cell {repeat}× under force_eager, then {repeat}× under "
+        f"{stance}: its side effects repeat",
+    )
     eager_runs: list[float] = []
     with engine.applied(Stance("force_eager")):
         for _ in range(repeat):
@@ -153,6 +170,7 @@ def compare(
     value = None
     recorder = engine.recorder
     with engine.measure(stance, source=source, profile_guards=profile_guards) as rep:
+        rep.execution_count = execution_count
         for _ in range(repeat):
             before = recorder.compiles_so_far
             t, value = _timed(run)
@@ -252,8 +270,9 @@ def sweep(
     stances: Sequence[Stance],
     *,
     source: str = "",
-    announce: bool = True,
+    announce: bool | Callable[[str], None] = True,
     profile_guards: bool = False,
+    execution_count: int | None = None,
 ) -> SweepResult:
     """Run the cell once per stance, ``torch.compiler.reset()`` before each.
 
@@ -263,13 +282,14 @@ def sweep(
     if announce:
         names = ", ".join(str(s) for s in stances)
         _announce(
+            announce,
             f"--sweep runs this cell once per stance ({names}), each after "
             "torch.compiler.reset() and with Inductor's on-disk caches off: compiled code "
-            "is forgotten and side effects repeat"
+            "is forgotten and side effects repeat",
         )
     reports = []
     with probe.no_disk_caches():
-        reports = _sweep_runs(engine, run, stances, source, profile_guards)
+        reports = _sweep_runs(engine, run, stances, source, profile_guards, execution_count)
     return SweepResult([r for r in reports if r is not None])
 
 
@@ -279,6 +299,7 @@ def _sweep_runs(
     stances: Sequence[Stance],
     source: str,
     profile_guards: bool,
+    execution_count: int | None = None,
 ) -> list[CellReport | None]:
     reports: list[CellReport | None] = []
     for st in stances:
@@ -288,6 +309,7 @@ def _sweep_runs(
             with engine.measure(
                 st, source=source, label=f"sweep: {st}", profile_guards=profile_guards
             ) as rep:
+                rep.execution_count = execution_count
                 run()
         except Exception as exc:
             if rep is not None and rep.error is None:

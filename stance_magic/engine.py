@@ -212,9 +212,12 @@ class Engine:
     Front ends (magics, panel) call its methods and subscribe with
     :meth:`observe`; events are ``("session", Stance)``, ``("cell", Stance)``
     when a cell starts under a stance, ``("report", CellReport)``,
-    ``("watch", bool)``, ``("reset", None)`` and ``("undone", (Stance, Stance))``
+    ``("watch", bool)``, ``("reset", None)``, ``("undone", (Stance, Stance))``
     when a block under :meth:`applied` set a stance of its own that was then
-    replaced by the one from before the block.
+    replaced by the one from before the block, and ``("unrestored", (Stance,
+    Exception))`` when torch refused to take the stance from before the block
+    back: that stance stays the session stance and is applied again by
+    :meth:`retry_restore` (the magics call it before every cell).
     """
 
     def __init__(self) -> None:
@@ -226,6 +229,12 @@ class Engine:
         self._recorder: probe.Recorder | None = None
         self._warned_skip_guard = False
         self._last_session: Stance | None = None
+        #: the session stance when torch refused to take it back after a block
+        self._unapplied: Stance | None = None
+        #: bumped when blocks still open at the end of a cell are detached
+        self._generation = 0
+        #: measurements not finished yet, oldest first
+        self._open_measures: list[Measurement] = []
 
     # -- observers ---------------------------------------------------------
     def observe(self, fn: Callable[[str, Any], None]) -> None:
@@ -253,6 +262,8 @@ class Engine:
             return self._pending_session
         if self._cell_depth and self._last_session is not None:
             return self._last_session
+        if self._unapplied is not None:
+            return self._unapplied
         return current_stance()
 
     @property
@@ -271,6 +282,7 @@ class Engine:
         else:
             _apply(stance)
             self._last_session = stance
+            self._unapplied = None
         if stance != previous:
             self._emit("session", stance)
         return previous
@@ -278,7 +290,7 @@ class Engine:
     def sync(self) -> None:
         """Tell observers if the session stance changed outside the engine
         (a direct ``torch.compiler.set_stance`` call in a cell)."""
-        if self._cell_depth:
+        if self._cell_depth or not self.retry_restore():
             return
         now = current_stance()
         if now != self._last_session:
@@ -296,34 +308,111 @@ class Engine:
             return SKIP_GUARD_WARNING
         return None
 
+    def retry_restore(self) -> bool:
+        """Apply the session stance again if torch refused to take it back
+        after a block (see the ``"unrestored"`` event); True when torch has
+        the session stance now (or nothing was left to apply)."""
+        stance = self._unapplied
+        if stance is None or self._cell_depth:
+            return stance is None
+        try:
+            _apply(stance)
+        except Exception:
+            return False
+        self._unapplied = None
+        return True
+
+    def _restore(self, stance: Stance) -> None:
+        """Give torch back ``stance`` after a block; if torch refuses, keep
+        meaning it (it is still the session stance) and say so, rather than
+        lose it or hide the block's own exception."""
+        try:
+            _apply(stance)
+        except BaseException as err:
+            if not self._cell_depth:
+                self._unapplied = stance
+            if not isinstance(err, Exception):
+                raise  # a KeyboardInterrupt is never swallowed
+            self._emit("unrestored", (stance, err))
+        else:
+            if not self._cell_depth:
+                self._unapplied = None
+
     # -- applying a stance to a block -------------------------------------
     @contextlib.contextmanager
     def applied(self, stance: Stance) -> Iterator[Stance]:
         """Run a block under ``stance``; the stance before it is back after,
-        whatever happens in the block (an exception, a KeyboardInterrupt)."""
-        before = current_stance()
+        whatever happens in the block (an exception, a KeyboardInterrupt).
+
+        If torch refuses to take the stance before back (the block ends while
+        this thread is inside a compiled region), that stance stays the
+        session stance: an ``"unrestored"`` event says so and
+        :meth:`retry_restore` applies it later.
+        """
+        self.retry_restore()
+        before = now = current_stance()
         if not self._cell_depth:
+            before = self._unapplied or now
             self._last_session = before
-        if stance != before:
+        if stance != now:
             _apply(stance)
         self._cell_depth += 1
+        generation = self._generation
         try:
             if self._cell_depth == 1:
                 self._emit("cell", stance)
             yield stance
         finally:
-            self._cell_depth -= 1
-            if self._cell_depth == 0 and self._pending_session is not None:
-                after, self._pending_session = self._pending_session, None
-                self._last_session = after
-            else:
-                after = before
-            now = current_stance()
-            if now != after:  # also undoes a change made by the block
-                if now != stance:
-                    # the block called torch.compiler.set_stance itself
-                    self._emit("undone", (now, after))
-                _apply(after)
+            if generation == self._generation:
+                self._close_block(stance, before)
+            # else: detached by end_of_cell, which gave the session stance back
+
+    def _close_block(self, stance: Stance, before: Stance) -> None:
+        """The end of an :meth:`applied` block: the stance before it is back."""
+        self._cell_depth -= 1
+        if self._cell_depth == 0 and self._pending_session is not None:
+            after, self._pending_session = self._pending_session, None
+            self._last_session = after
+        else:
+            after = before
+        now = current_stance()
+        if now != after:  # also undoes a change made by the block
+            if now != stance:
+                # the block called torch.compiler.set_stance itself
+                self._emit("undone", (now, after))
+            self._restore(after)
+
+    def end_of_cell(self) -> str | None:
+        """A front end's cell has ended (the outermost one, after its own
+        blocks closed). Blocks still open belong to code suspended inside
+        them, such as a generator paused within ``with stance_magic.measure():``.
+        They are detached: the session stance is given back now (a pending
+        ``%stance`` change takes effect), their measurements end here with a
+        note, and when the suspended code finishes later it changes nothing.
+        Returns what to tell the user, or None when nothing was open.
+        """
+        if not self._cell_depth and not self._open_measures:
+            return None
+        blocks, measures = self._cell_depth, list(self._open_measures)
+        self._generation += 1
+        self._cell_depth = 0
+        after = self._pending_session or self._last_session or current_stance()
+        self._pending_session = None
+        note = (
+            "this block was still open when its cell ended (a generator suspended inside "
+            "it?): measured up to the end of that cell"
+        )
+        for m in measures:
+            m.finish(None, note=note)
+        if current_stance() != after:
+            self._restore(after)
+        self._last_session = after
+        n = max(blocks, len(measures))
+        return (
+            f"{n} stance_magic block{'s' if n != 1 else ''} (measure() or applied()) opened "
+            "in this cell did not close (a generator suspended inside one?): "
+            f"ended here; the session stance {after} is back for the next cell"
+        )
 
     # -- measuring ----------------------------------------------------------
     @property
@@ -386,11 +475,25 @@ class Engine:
             self.watch = on
             self._emit("watch", on)
 
+    def add_report(self, report: Any) -> None:
+        """Append a finished report to the history and tell observers (for a
+        measurement started with ``record=False`` that turned out worth
+        keeping, as ``%stance watch`` decides after the cell)."""
+        self.history.append(report)
+        self._emit("report", report)
+
     def clear_history(self) -> None:
         self.history.clear()
 
     def close(self) -> None:
-        """Remove every hook the engine installed in torch."""
+        """Remove every hook the engine installed in torch; blocks still open
+        (a suspended generator's) are detached and their measurements ended."""
+        for m in list(self._open_measures):
+            m.finish(None, note="stance_magic was unloaded while this block was open")
+        if self._cell_depth:
+            self._generation += 1
+            self._cell_depth = 0
+            self._pending_session = None
         if self._recorder is not None:
             self._recorder.uninstall()
             self._recorder = None
@@ -421,15 +524,18 @@ class Measurement:
         self._recorder = engine.recorder
         self._done = False
         self._mark = self._recorder.start()
+        engine._open_measures.append(self)
         self._profiler = probe.LookupProfiler() if profile_guards else None
         self._t0 = time.perf_counter()
 
-    def finish(self, error: BaseException | None = None) -> Any:
+    def finish(self, error: BaseException | None = None, note: str | None = None) -> Any:
         """Stop the clocks and fill in :attr:`report` (idempotent)."""
         if self._done:
             return self.report
         wall = time.perf_counter() - self._t0
         self._done = True
+        if self in self.engine._open_measures:
+            self.engine._open_measures.remove(self)
         from .report import build_report
 
         profiled = self._profiler.stop() if self._profiler is not None else None
@@ -445,9 +551,10 @@ class Measurement:
             label=self.label,
             index=len(self.engine.history) + 1,
         )
+        if note:
+            self.report.notes.append(note)
         if self.record:
-            self.engine.history.append(self.report)
-            self.engine._emit("report", self.report)
+            self.engine.add_report(self.report)
         return self.report
 
 

@@ -79,7 +79,9 @@ class StanceMagics(Magics):
         super().__init__(shell)
         self.engine = engine or get_engine()
         self._pending: list[tuple[Any, bool]] = []
-        self._watch_measure: Any = None
+        #: one entry per running cell (a cell can run cells: run_cell inside
+        #: a cell): its watch measurement, or None
+        self._watch_stack: list[Any] = []
         self.engine.observe(self._on_engine)
 
     def _on_engine(self, event: str, value: Any) -> None:
@@ -89,6 +91,14 @@ class StanceMagics(Magics):
                 f"stance_magic: this cell set the stance to {inside} itself; a %%stance "
                 f"cell's stance ends with the cell, so {back} is back "
                 f"(use %stance {inside.name} to keep it for the session)",
+                file=sys.stderr,
+            )
+        elif event == "unrestored":
+            stance, err = value
+            print(
+                f"stance_magic: could not give torch the session stance {stance} back "
+                f"after this cell ({err}); it is still the session stance and is applied "
+                "again before the next cell",
                 file=sys.stderr,
             )
 
@@ -116,9 +126,14 @@ class StanceMagics(Magics):
             %stance                     show the session stance
             %stance STANCE [-u] [-b NAME]
                                         set the session stance for the cells that follow
-            %stance watch on|off        report every cell that compiled anything
+            %stance watch on|off        report every cell that compiled anything, and
+                                        keep every cell that called torch.compile'd
+                                        code (whatever the stance) in the history
             %stance history [--csv PATH] [--json PATH] [--plot]
-                                        one row per measured cell, the session so far
+                                        one row per measured cell, the session so far;
+                                        an export prints one line (the table is not
+                                        shown again); the chart needs a front end
+                                        that shows images (Jupyter)
             %stance reset               forget all compiled code (torch.compiler.reset())
             %stance panel               a widget panel to toggle the stance
 
@@ -135,12 +150,14 @@ class StanceMagics(Magics):
             Force a backend (only with the default stance): a name from
             ``torch._dynamo.list_backends()`` or a callable in your namespace.
         -q, --quiet
-            No report.
+            No report, no notice (--compare, --sweep), no message (a session
+            stance set, an export written).
         --compare
             Run the cell under force_eager and under STANCE (side effects
             repeat) and show the speedup and break-even run count.
         --repeat N
-            With --compare: run each N times (first run and steady state apart).
+            With --compare: run each N times (default 5: the first run, and
+            four for the steady state; at most 10,000).
         --sweep [S1,S2,...]
             Run the cell once per stance (all supported ones if no list),
             each from cold compiled caches.
@@ -238,7 +255,8 @@ class StanceMagics(Magics):
         self.engine.set_watch(rest[0] == "on")
         if not args.quiet:
             what = (
-                "every cell that compiles gets a report"
+                "every cell that compiles gets a report, and every cell that calls "
+                "torch.compile'd code a row in %stance history"
                 if rest[0] == "on"
                 else "only %%stance cells are reported"
             )
@@ -260,16 +278,26 @@ class StanceMagics(Magics):
             except OSError as err:
                 reason = err.strerror if err.strerror else str(err)
                 raise UsageError(f"%stance history: cannot write {path}: {reason}") from None
-        for path in written:
-            print(f"wrote {len(hist)} rows to {path}")
-        if args.plot and not args.no_plot and _can_show_images():
-            from .plots import history_figure, show_figure
+        if not args.quiet:
+            rows = f"{len(hist)} row{'s' if len(hist) != 1 else ''}"
+            for path in written:
+                print(f"wrote {rows} to {path}")
+        if args.plot and not args.no_plot:
+            if _can_show_images():
+                from .plots import history_figure, show_figure
 
-            _display(str(hist), hist._repr_html_())
-            show_figure(history_figure(hist), text=f"[session history chart: {len(hist)} cells]")
-            return None
-        if written and args.quiet:
-            return None
+                _display(str(hist), hist._repr_html_())
+                show_figure(
+                    history_figure(hist), text=f"[session history chart: {len(hist)} cells]"
+                )
+                return None
+            print(
+                "stance_magic: no chart: this front end shows text only (a terminal "
+                "IPython); the table follows, and Jupyter draws the chart"
+            )
+            return hist
+        if written:
+            return None  # the one line above says what was written
         return hist
 
     def _cmd_reset(self, args: Any, rest: list[str]) -> None:
@@ -304,6 +332,10 @@ class StanceMagics(Magics):
             raise UsageError("--repeat goes with --compare")
         if args.repeat is not None and args.repeat < 1:
             raise UsageError("--repeat needs a count of 1 or more")
+        if args.repeat is not None and args.repeat > _max_repeat():
+            raise UsageError(
+                f"--repeat {args.repeat} is too many: at most {_max_repeat():,} runs per side"
+            )
         if args.sweep is not None and (words or args.compare):
             raise UsageError("--sweep runs every stance; give no STANCE and no --compare")
         ns = self._namespace(args)
@@ -326,7 +358,8 @@ class StanceMagics(Magics):
                 ns,
                 base=self.engine.session,
             )
-        run = self._compile_cell(cell)
+        number = _cell_number(self.shell)
+        run = self._compile_cell(cell, number)
         if stance is not None:
             self._warn_skip_guard(stance)
         if args.sweep is not None:
@@ -337,8 +370,9 @@ class StanceMagics(Magics):
                 run,
                 stances,
                 source=cell,
-                announce=not args.quiet,
+                announce=False if args.quiet else _notice,
                 profile_guards=args.profile_guards,
+                execution_count=number,
             )
             if not args.quiet:
                 self._pending.append((result, not args.no_plot))
@@ -350,10 +384,11 @@ class StanceMagics(Magics):
                 self.engine,
                 run,
                 stance,
-                repeat=args.repeat or 1,
+                repeat=args.repeat or _default_repeat(),
                 source=cell,
-                announce=not args.quiet,
+                announce=False if args.quiet else _notice,
                 profile_guards=args.profile_guards,
+                execution_count=number,
             )
             if not args.quiet:
                 self._pending.append((result, not args.no_plot))
@@ -363,19 +398,20 @@ class StanceMagics(Magics):
             with self.engine.measure(
                 stance, source=cell, profile_guards=args.profile_guards
             ) as rep:
+                rep.execution_count = number
                 return run()
         finally:
             if rep is not None and not args.quiet:
                 self._pending.append((rep, not args.no_plot))
 
-    def _compile_cell(self, cell: str) -> Any:
+    def _compile_cell(self, cell: str, number: int) -> Any:
         """Parse and compile the cell as IPython does (raising SyntaxError now,
         before any stance is applied); return a function that runs it in the
         user namespace and gives the value of its last expression."""
         __tracebackhide__ = True
         shell = self.shell
         transformed = shell.transform_cell(cell) if _needs_transform(cell) else cell
-        filename = shell.compile.cache(transformed, _cell_number(shell), raw_code=cell)
+        filename = shell.compile.cache(transformed, number, raw_code=cell)
         tree = shell.compile.ast_parse(transformed, filename=filename)
         tree = shell.transform_ast(tree)
         last = None
@@ -385,22 +421,24 @@ class StanceMagics(Magics):
         with shell.compile.extra_flags(getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)):
             code = shell.compile(tree, filename, "exec")
             code_last = shell.compile(last, filename, "eval") if last is not None else None
-        is_async = any(
-            c is not None and c.co_flags & inspect.CO_COROUTINE for c in (code, code_last)
-        )
-        if is_async:
+        # Only code with a top-level await is awaited: a cell ending in a call
+        # to an async def shows the coroutine object and runs nothing, as a
+        # plain IPython cell does.
+        body_awaits = bool(code.co_flags & inspect.CO_COROUTINE)
+        last_awaits = code_last is not None and bool(code_last.co_flags & inspect.CO_COROUTINE)
+        if body_awaits or last_awaits:
             _check_can_await()
         glob, loc = shell.user_global_ns, shell.user_ns
 
         def run() -> Any:
             __tracebackhide__ = True
             result = eval(code, glob, loc)
-            if inspect.iscoroutine(result):
+            if body_awaits:
                 shell.loop_runner(result)
             if code_last is None:
                 return None
             value = eval(code_last, glob, loc)
-            if inspect.iscoroutine(value):
+            if last_awaits:
                 value = shell.loop_runner(value)
             return value
 
@@ -408,31 +446,66 @@ class StanceMagics(Magics):
 
     # -- IPython events ----------------------------------------------------
     def pre_run_cell(self, info: Any) -> None:
-        self._pending.clear()
-        if not self.engine.watch:
-            return
+        outermost = not self._watch_stack
+        if outermost:
+            self._pending.clear()
+            if not self.engine.retry_restore():
+                print(
+                    f"stance_magic: torch still refuses the session stance "
+                    f"{self.engine.session}; this cell runs under the stance torch has now",
+                    file=sys.stderr,
+                )
+        m = None
         raw = (getattr(info, "raw_cell", "") or "").lstrip()
-        if raw.startswith("%%stance"):
-            return  # the cell magic measures (and reports) this cell itself
-        self._watch_measure = self.engine.start_measure(source=raw)
+        # a %%stance cell measures (and reports) itself
+        if self.engine.watch and not raw.startswith("%%stance"):
+            # kept in the history only if the cell involved torch.compile (below)
+            m = self.engine.start_measure(source=raw, record=False)
+        self._watch_stack.append(m)
 
     def close_watch(self) -> None:
-        """Finish a watch measurement still open (unload during a watched cell)."""
-        m, self._watch_measure = self._watch_measure, None
-        if m is not None:
-            m.finish(None)
+        """Finish watch measurements still open (unload during a watched cell)."""
+        while self._watch_stack:
+            m = self._watch_stack.pop()
+            if m is not None:
+                rep = m.finish(None)
+                if _compile_was_involved(rep):
+                    self.engine.add_report(rep)
 
     def post_run_cell(self, result: Any) -> None:
-        m, self._watch_measure = self._watch_measure, None
+        m = self._watch_stack.pop() if self._watch_stack else None
         if m is not None:
             err = getattr(result, "error_in_exec", None)
+            # IPython's number for this cell (In [N]) comes with its result
+            m.report.execution_count = getattr(result, "execution_count", None)
             rep = m.finish(err)
+            if _compile_was_involved(rep):
+                self.engine.add_report(rep)
             if rep.compiled_anything or rep.cache_misses:
                 self._pending.append((rep, False))
-        self.engine.sync()
+        if not self._watch_stack:  # the outermost cell has ended
+            note = self.engine.end_of_cell()
+            if note:
+                print(f"stance_magic: {note}", file=sys.stderr)
+            self.engine.sync()
         pending, self._pending = self._pending, []
         for obj, plot in pending:
             show(obj, plot=plot)
+
+
+def _compile_was_involved(rep: Any) -> bool:
+    """Whether a watched cell involved torch.compile: called compiled code
+    (under any stance, force_eager included), compiled, or looked up compiled
+    code. This decides what the history keeps: ``a = 1`` and ``%stance
+    history`` stay out."""
+    return bool(
+        rep.compiled_calls
+        or rep.compiled_anything
+        or rep.cache_hits
+        or rep.cache_misses
+        or rep.refused_recompiles
+        or rep.eager_first_calls
+    )
 
 
 #: Characters that start IPython syntax (magics, shell escapes, help,
@@ -486,6 +559,31 @@ def _check_can_await() -> None:
     raise UsageError(
         "%%stance cannot run a cell that awaits inside a running event loop (as in "
         "Jupyter): await in a plain cell, and call the compiled code under %%stance"
+    )
+
+
+def _max_repeat() -> int:
+    from .compare import MAX_REPEAT
+
+    return MAX_REPEAT
+
+
+def _default_repeat() -> int:
+    from .compare import DEFAULT_REPEAT
+
+    return DEFAULT_REPEAT
+
+
+def _notice(msg: str) -> None:
+    """A notice (not an error): displayed as text and HTML, so Jupyter does not
+    show it in the pink box of stderr; a terminal prints it on stdout."""
+    import html
+
+    text = f"stance_magic: {msg}"
+    _display(
+        text,
+        f'<div class="sm-notice" style="font-size:12px;color:#555;margin:2px 0">'
+        f"{html.escape(text)}</div>",
     )
 
 

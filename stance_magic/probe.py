@@ -145,11 +145,13 @@ def supported_stances() -> tuple[str, ...]:
         dummy._torchdynamo_orig_backend = dummy  # type: ignore[attr-defined]
         accepted = []
         saved = ef._stance
+        # torch's own function, not the recorder's wrapper around it
+        dispatch = getattr(ef._callback_from_stance, "__wrapped__", ef._callback_from_stance)
         try:
             for name in candidates:
                 ef._stance = ef.DynamoStance(name)
                 try:
-                    ef._callback_from_stance(dummy)
+                    dispatch(dummy)
                 except RuntimeError:
                     continue
                 accepted.append(name)
@@ -187,10 +189,14 @@ def set_stance(name: str, skip_guard_eval_unsafe: bool, backend: Any) -> Any:
     require_torch()
     import torch
 
-    if torch.compiler.is_compiling():
+    if _dynamo_is_tracing():
         # Dynamo is tracing the caller: say so here, rather than letting it
         # trip over torch's forbidden set_stance with an opaque trace error.
         raise CompiledRegionError(COMPILED_REGION_MESSAGE)
+    # Otherwise torch decides, per thread: it refuses only while this thread
+    # runs inside a compiled region (its eval-frame callback is set). Another
+    # thread compiling at the same time does not count, although
+    # torch.compiler.is_compiling() (one flag for the process) is then True.
     try:
         return torch.compiler.set_stance(
             name,
@@ -201,6 +207,16 @@ def set_stance(name: str, skip_guard_eval_unsafe: bool, backend: Any) -> Any:
         if COMPILED_REGION_MESSAGE in str(err):
             raise CompiledRegionError(str(err)) from err
         raise
+
+
+def _dynamo_is_tracing() -> bool:
+    """True only while Dynamo traces the calling code: Dynamo folds
+    ``torch.compiler.is_dynamo_compiling()`` to True in the code it traces,
+    and it returns False when run (in any thread)."""
+    import torch
+
+    check = getattr(torch.compiler, "is_dynamo_compiling", None)
+    return bool(check()) if check is not None else False
 
 
 class CompiledRegionError(RuntimeError):
@@ -311,6 +327,8 @@ class Window:
     info: dict[int, RecordInfo] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
+    #: calls into torch.compile'd functions and modules, whatever the stance
+    compiled_calls: int = 0
     graph_breaks: list[GraphBreakEvent] = field(default_factory=list)
     #: compiled functions looked up or called, in order of first use
     targets: list[Target] = field(default_factory=list)
@@ -343,6 +361,7 @@ class _Mark:
     thread: int
     hits: int
     misses: int
+    calls: int
     records: int
     breaks: int
     events: int
@@ -416,6 +435,7 @@ class Recorder:
     def _clear_running(self) -> None:
         self._hits = 0
         self._misses = 0
+        self._calls = 0
         self._records: list[Any] = []
         self._info: dict[int, RecordInfo] = {}
         self._breaks: list[GraphBreakEvent] = []
@@ -560,6 +580,7 @@ class Recorder:
         result = self._orig_cfs(callback)
         f = sys._getframe(1)
         if f.f_code is self._cw_code and self._get_ident() in self._threads:
+            self._calls += 1
             if self._act is not None:
                 self._end_activation(self._act)
             stance = _eval_frame()._stance.stance
@@ -667,6 +688,7 @@ class Recorder:
             thread=ident,
             hits=self._hits,
             misses=self._misses,
+            calls=self._calls,
             records=len(self._records),
             breaks=len(self._breaks),
             events=len(self._events),
@@ -708,6 +730,7 @@ class Recorder:
             info=info,
             hits=self._hits - mark.hits,
             misses=self._misses - mark.misses,
+            compiled_calls=self._calls - mark.calls,
             graph_breaks=list(self._breaks[mark.breaks :]),
         )
         if mark.counters is not None:  # no log artifact in this torch

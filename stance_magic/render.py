@@ -79,7 +79,7 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
         be = (
             "never (compiled is not faster)"
             if rep.break_even_calls is None
-            else f"{rep.break_even_calls} runs"
+            else f"{rep.break_even_calls} run{'s' if rep.break_even_calls != 1 else ''}"
         )
         rows.append(("break-even", be, []))
     if rep.error:
@@ -96,8 +96,16 @@ def _more(n: int) -> str:
     return f"and {n} more (all in the report's data and %stance history --json)"
 
 
+def _which_cell(rep: CellReport) -> str:
+    """``In [7]`` (IPython's number) when known, else ``cell 3`` (the history position)."""
+    if rep.execution_count is not None:
+        return f"In [{rep.execution_count}]"
+    return f"cell {rep.index}" if rep.index else ""
+
+
 def report_text(rep: CellReport) -> str:
-    title = f"stance_magic report, cell {rep.index}" if rep.index else "stance_magic report"
+    which = _which_cell(rep)
+    title = f"stance_magic report, {which}" if which else "stance_magic report"
     rows = report_rows(rep)
     width = max(len(r[0]) for r in rows)
     out = [title]
@@ -128,7 +136,8 @@ CSS = (
 
 def report_html(rep: CellReport) -> str:
     e = html.escape
-    title = f"stance_magic · cell {rep.index}" if rep.index else "stance_magic"
+    which = _which_cell(rep)
+    title = f"stance_magic · {which}" if which else "stance_magic"
     rows = []
     for label, value, details in report_rows(rep):
         cls = ' class="sm-err"' if label == "error" else ""
@@ -153,6 +162,7 @@ def report_html(rep: CellReport) -> str:
 
 HISTORY_COLUMNS = (
     ("cell", "cell"),
+    ("execution_count", "In"),
     ("label", "code"),
     ("stance_label", "stance"),
     ("wall_s", "wall"),

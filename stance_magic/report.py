@@ -126,13 +126,16 @@ class CellReport:
     into exclusive phases. ``cache_hits``/``cache_misses`` count calls into
     compiled frames (a call into an empty cache that compiles is a miss).
     ``guard_s`` is the guard evaluation time of the cell, measured as
-    ``guard_method`` says.
+    ``guard_method`` says. ``index`` is the report's position in the
+    history (1 for the first); ``execution_count`` is the number IPython gave
+    the cell (``In [7]``), when a front end knows it.
     """
 
     stance: str = "default"
     skip_guard_eval_unsafe: bool = False
     backend: str | None = None
     index: int = 0
+    execution_count: int | None = None
     label: str | None = None
     source: str = ""
     wall_s: float = 0.0
@@ -148,6 +151,8 @@ class CellReport:
     recompile_details: list[Recompile] = field(default_factory=list)
     graph_breaks: list[str] = field(default_factory=list)
     graph_break_details: list[GraphBreak] = field(default_factory=list)
+    #: calls into torch.compile'd functions and modules (under any stance)
+    compiled_calls: int = 0
     cache_hits: int = 0
     cache_misses: int = 0
     guard_count: int = 0
@@ -202,6 +207,7 @@ class CellReport:
         """One flat row for the history table and CSV export."""
         return {
             "cell": self.index,
+            "execution_count": self.execution_count,
             "label": self.label or first_line(self.source),
             "stance": self.stance,
             "stance_label": self.stance_label,
@@ -216,6 +222,7 @@ class CellReport:
             "failed_compiles": self.failed_compiles,
             "recompiles": len(self.recompiles),
             "graph_breaks": sum(g.count for g in self.graph_break_details),
+            "compiled_calls": self.compiled_calls,
             "cache_hits": self.cache_hits,
             "cache_misses": self.cache_misses,
             "guard_count": self.guard_count,
@@ -511,6 +518,7 @@ def build_report(
         )
     rep.guard_count = sum(f.guard_count or 0 for f in fwd)
 
+    rep.compiled_calls = window.compiled_calls
     rep.cache_hits = window.hits
     rep.cache_misses = window.misses + cold
     # A miss that compiled nothing: the stance ran the frame eagerly

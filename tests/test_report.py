@@ -289,7 +289,7 @@ def test_history_and_export(sh, tmp_path):
     res, cap = run(sh, f"%stance history --csv {csv_p} --json {json_p}")
     assert res.success
     lines = csv_p.read_text().splitlines()
-    assert len(lines) == 3 and lines[0].startswith("cell,label,stance")
+    assert len(lines) == 3 and lines[0].startswith("cell,execution_count,label,stance")
     data = json.loads(json_p.read_text())
     assert [d["stance"] for d in data] == ["default", "force_eager"]
     assert data[0]["compiles"] == 1

@@ -101,3 +101,55 @@ def test_nothing_of_ours_stays_after_unload(shell):
         assert not any(isinstance(h, probe._BreakHandler) for h in logging.getLogger(q).handlers)
     shell.run_cell("%load_ext stance_magic")
     assert torch.compiler.is_compiling() is False
+
+
+def test_watch_measurements_nest_when_a_cell_runs_cells(shell):
+    shell.run_cell("import torch\nf = torch.compile(lambda x: x * 11, backend='eager')")
+    run(shell, "%stance watch on")
+    res, _ = run(
+        shell,
+        "f(torch.ones(2))\n"
+        'get_ipython().run_cell(\'g = torch.compile(lambda x: x + 2, backend="eager")\\n'
+        "g(torch.ones(2))')\n"
+        "f(torch.ones(3))\n",
+    )
+    assert res.success
+    inner, outer = stance_magic.history()[-2:]
+    assert (inner.compiles, outer.compiles) == (1, 3)  # the outer cell includes the inner
+    assert outer.execution_count == res.execution_count
+    rec = get_engine()._recorder
+    assert rec.open_windows == 0 and not any(_our_hooks_in_torch().values())
+    assert utils._compilation_metrics.maxlen == 64
+    run(shell, "%stance watch off")
+    run(shell, "%unload_ext stance_magic")
+    assert utils._compilation_metrics.maxlen == 64
+    shell.run_cell("%load_ext stance_magic")
+
+
+def test_a_block_left_open_in_a_suspended_generator_does_not_wedge_the_session(shell):
+    shell.run_cell(
+        "import torch, stance_magic\n"
+        "f = torch.compile(lambda x: x * 5, backend='eager')\n"
+        "def gen():\n"
+        "    with stance_magic.measure('force_eager') as rep:\n"
+        "        f(torch.ones(2))\n"
+        "        yield rep\n"
+        "        yield rep\n"
+    )
+    res, cap = run(shell, "g = gen()\nrep = next(g)")
+    assert res.success
+    assert "did not close" in cap.stderr and "default" in cap.stderr
+    # the session is not wedged: a %stance change applies at once
+    assert probe.torch_stance()[0] == "default"
+    res, cap = run(shell, "%stance eager_on_recompile")
+    assert "after this cell" not in cap.stdout
+    assert probe.torch_stance()[0] == "eager_on_recompile"
+    rep = shell.user_ns["rep"]
+    assert rep.stance == "force_eager" and any("still open" in n for n in rep.notes)
+    assert rep in stance_magic.history()
+    # the generator ending later changes nothing and blames no cell
+    res, cap = run(shell, "g.close()\ndel g")
+    assert res.success and "stance_magic" not in cap.stderr
+    assert probe.torch_stance()[0] == "eager_on_recompile"
+    assert get_engine()._recorder.open_windows == 0
+    run(shell, "%stance default")
