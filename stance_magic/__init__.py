@@ -61,12 +61,16 @@ def measure(
     skip_guard_eval_unsafe: bool = False,
     force_backend: Any = None,
     label: str | None = None,
+    memory: bool = False,
+    profile_guards: bool = False,
 ) -> Any:
     """Run a block under a stance and measure what torch.compile did.
 
     A context manager yielding a :class:`CellReport`, filled in when the
     block ends and added to :func:`history`. ``stance=None`` means the
-    session stance.
+    session stance. ``memory=True`` also measures the bytes torch allocates
+    (``%%stance -m``); ``profile_guards=True`` times every cache lookup with
+    torch's profiler (``-g``).
 
     Examples
     --------
@@ -81,7 +85,7 @@ def measure(
 
     engine = get_engine()
     st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
-    return engine.measure(st, label=label)
+    return engine.measure(st, label=label, memory=memory, profile_guards=profile_guards)
 
 
 def set_session_stance(

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .render import fmt_s
+from .render import fmt_bytes, fmt_s
 
 MAX_HINTS = 3
 #: Guard evaluation above this share of the steady-state time earns a hint.
 GUARD_SHARE = 0.10
 #: ... over at least this many lookups (a cell of one call says little).
 MIN_LOOKUPS = 10
+#: A first run peaking this many times above another's earns a memory hint.
+MEMORY_RATIO = 1.25
 
 #: A dimension changed its size: dynamic shapes can serve it with one graph.
 _SIZE = re.compile(r"size mismatch at index|size\(\)", re.I)
@@ -93,6 +95,15 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
                 f"{rep.break_even_calls} runs at a {rep.speedup:.2f}× speedup; "
                 f"this cell ran {runs}"
             )
+    if compare is not None and rep.eager_peak_bytes and rep.compiled_first_peak_bytes:
+        ratio = rep.compiled_first_peak_bytes / rep.eager_peak_bytes
+        if ratio >= MEMORY_RATIO:
+            hints.append(
+                f"the first compiled run peaked at {fmt_bytes(rep.compiled_first_peak_bytes)}, "
+                f"{ratio:.1f}× the eager run's {fmt_bytes(rep.eager_peak_bytes)}: "
+                "aot_eager_then_compile runs a first call under AOT eager, which often "
+                "needs less"
+            )
     if rep.graph_break_details:
         top = max(rep.graph_break_details, key=lambda g: g.count)
         n = sum(g.count for g in rep.graph_break_details)
@@ -130,7 +141,30 @@ def advise_sweep(result: Any) -> list[str]:
         if eager is not None:
             line += f"; force_eager took {fmt_s(eager.wall_s)}"
         hints.append(line)
+    hints.extend(_sweep_memory(ok))
     most = max(ok, key=lambda r: len(r.recompiles))
     if most.recompiles:
         hints.append(f"{most.stance} recompiled {len(most.recompiles)}×: {most.recompiles[0]}")
     return hints[:MAX_HINTS]
+
+
+def _sweep_memory(reports: list[Any]) -> list[str]:
+    """The stance whose first run needs most memory against the least
+    (force_eager's eager run is the baseline, said beside them)."""
+    measured = [r for r in reports if r.peak_bytes]
+    stances = [r for r in measured if r.stance != "force_eager"]
+    if len(stances) < 2:
+        return []
+    low = min(stances, key=lambda r: r.peak_bytes)
+    high = max(stances, key=lambda r: r.peak_bytes)
+    if high.peak_bytes < MEMORY_RATIO * low.peak_bytes:
+        return []
+    saved = 1 - low.peak_bytes / high.peak_bytes
+    line = (
+        f"first-run memory: {low.stance} peaked at {fmt_bytes(low.peak_bytes)}, {saved:.0%} "
+        f"below {high.stance} ({fmt_bytes(high.peak_bytes)})"
+    )
+    eager = next((r for r in measured if r.stance == "force_eager"), None)
+    if eager is not None:
+        line += f"; eager: {fmt_bytes(eager.peak_bytes)}"
+    return [line]

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 from . import probe
 from .engine import Engine, Stance
-from .render import fmt_s, html_table, shorten, text_table
+from .render import fmt_bytes, fmt_s, html_table, shorten, text_table
 from .report import CellReport, error_line
 
 #: Spread above which a steady-state figure is flagged as not to be trusted:
@@ -114,6 +114,21 @@ class CompareResult:
         return advise(self.report, compare=self)
 
 
+def _first_peak(meter: probe.CellProfiler) -> int | None:
+    _, figures = meter.stop()
+    return figures[0].peak_bytes if figures else None
+
+
+def _peak_of(run: Callable[[], Any]) -> int | None:
+    """Peak bytes of one run of the cell (the first device measured)."""
+    meter = probe.CellProfiler(memory=True)
+    try:
+        run()
+    finally:
+        peak = _first_peak(meter)
+    return peak
+
+
 def break_even(
     warmup_total: float, compiled: float, eager: float, warmup_runs: int = 1
 ) -> int | None:
@@ -147,6 +162,7 @@ def compare(
     announce: bool | Callable[[str], None] = True,
     profile_guards: bool = False,
     execution_count: int | None = None,
+    memory: bool = False,
 ) -> CompareResult:
     """Run ``run`` ``repeat`` times under force_eager, then under ``stance``.
 
@@ -154,28 +170,55 @@ def compare(
     the cell left them. Exceptions propagate after the stance is restored.
     ``announce`` says that side effects repeat (see :func:`_announce`);
     ``execution_count`` is the cell's number in the front end (``In [N]``).
+
+    With ``memory``, peaks come from one more eager run and one more
+    compiled run (steady state), each measured on its own so the timed runs
+    stay clean, and from the first compiled run itself (the one that
+    compiles cannot be run again), whose time the report flags.
     """
+    extra = " (+1 each to measure memory)" if memory else ""
     _announce(
         announce,
         f"--compare runs this cell {repeat}× under force_eager, then {repeat}× under "
-        f"{stance}: its side effects repeat",
+        f"{stance}{extra}: its side effects repeat",
     )
     eager_runs: list[float] = []
+    eager_peak = None
     with engine.applied(Stance("force_eager")):
         for _ in range(repeat):
             t, _value = _timed(run)
             eager_runs.append(t)
+        if memory:
+            eager_peak = _peak_of(run)
     compiled_runs: list[float] = []
     compiled_in: list[bool] = []  # did this run compile anything?
     value = None
+    first_peak = steady_peak = None
     recorder = engine.recorder
     with engine.measure(stance, source=source, profile_guards=profile_guards) as rep:
         rep.execution_count = execution_count
-        for _ in range(repeat):
+        for i in range(repeat):
             before = recorder.compiles_so_far
-            t, value = _timed(run)
+            if memory and i == 0:
+                meter = probe.CellProfiler(memory=True)
+                try:
+                    t, value = _timed(run)
+                finally:
+                    first_peak = _first_peak(meter)
+            else:
+                t, value = _timed(run)
             compiled_runs.append(t)
             compiled_in.append(recorder.compiles_so_far != before)
+    if memory:
+        with engine.applied(stance):
+            steady_peak = _peak_of(run)
+        rep.eager_peak_bytes = eager_peak
+        rep.compiled_first_peak_bytes = first_peak
+        rep.compiled_steady_peak_bytes = steady_peak
+        rep.notes.append(
+            "memory peaks (-m): eager and steady compiled from one extra run each; the "
+            "first compiled run was timed with memory measuring on"
+        )
     # Warm-up: every run up to the last one that compiled (eager_then_compile
     # compiles on its second run, a recompile can come later still).
     warmup = max((i + 1 for i, c in enumerate(compiled_in) if c), default=1)
@@ -214,24 +257,33 @@ class SweepResult:
     """One run of the cell per stance, each from cold compiled caches."""
 
     reports: list[CellReport]
+    #: each stance's first-run memory was measured (a second run from cold)
+    memory: bool = False
 
     def rows(self) -> list[list[str]]:
         out = []
         for r in self.reports:
-            out.append(
-                [
-                    r.stance_label,
-                    fmt_s(r.wall_s),
-                    fmt_s(r.compile_s),
-                    str(r.compiles),
-                    str(len(r.recompiles)),
-                    f"{r.cache_hits}/{r.cache_misses}",
-                    fmt_s(r.guard_s),
-                    str(r.eager_fallbacks or r.refused_recompiles or ""),
-                    shorten(r.error or ""),
-                ]
-            )
+            row = [
+                r.stance_label,
+                fmt_s(r.wall_s),
+                fmt_s(r.compile_s),
+                str(r.compiles),
+                str(len(r.recompiles)),
+                f"{r.cache_hits}/{r.cache_misses}",
+                fmt_s(r.guard_s),
+            ]
+            if self.memory:
+                row.append(fmt_bytes(r.peak_bytes))
+            row += [str(r.eager_fallbacks or r.refused_recompiles or ""), shorten(r.error or "")]
+            out.append(row)
         return out
+
+    @property
+    def head(self) -> tuple[str, ...]:
+        if not self.memory:
+            return self.HEAD
+        i = self.HEAD.index("guards") + 1
+        return (*self.HEAD[:i], "peak mem", *self.HEAD[i:])
 
     HEAD = (
         "stance",
@@ -248,10 +300,16 @@ class SweepResult:
     CAPTION = "stance_magic sweep (each stance from cold compiled caches)"
 
     def __str__(self) -> str:
-        return self.CAPTION + "\n" + text_table(self.HEAD, self.rows(), indent="  ")
+        return self.caption + "\n" + text_table(self.head, self.rows(), indent="  ")
 
     def _repr_html_(self) -> str:
-        return html_table(self.HEAD, self.rows(), caption=self.CAPTION)
+        return html_table(self.head, self.rows(), caption=self.caption)
+
+    @property
+    def caption(self) -> str:
+        if self.memory:
+            return self.CAPTION[:-1] + "; peak memory of a second first run of each)"
+        return self.CAPTION
 
     def figure(self) -> Any:
         from .plots import sweep_figure
@@ -273,24 +331,28 @@ def sweep(
     announce: bool | Callable[[str], None] = True,
     profile_guards: bool = False,
     execution_count: int | None = None,
+    memory: bool = False,
 ) -> SweepResult:
     """Run the cell once per stance, ``torch.compiler.reset()`` before each.
 
     A stance whose run raises (fail_on_recompile from cold caches, say) is a
     result: its report carries the error. KeyboardInterrupt stops the sweep.
+    With ``memory``, each stance runs a second time from cold, with memory
+    measuring on, so its first-run peak is measured and its times stay clean.
     """
     if announce:
         names = ", ".join(str(s) for s in stances)
+        times = "twice per stance (the second run measures memory)" if memory else "once per stance"
         _announce(
             announce,
-            f"--sweep runs this cell once per stance ({names}), each after "
+            f"--sweep runs this cell {times} ({names}), each run after "
             "torch.compiler.reset() and with Inductor's on-disk caches off: compiled code "
             "is forgotten and side effects repeat",
         )
     reports = []
     with probe.no_disk_caches():
-        reports = _sweep_runs(engine, run, stances, source, profile_guards, execution_count)
-    return SweepResult([r for r in reports if r is not None])
+        reports = _sweep_runs(engine, run, stances, source, profile_guards, execution_count, memory)
+    return SweepResult([r for r in reports if r is not None], memory=memory)
 
 
 def _sweep_runs(
@@ -300,6 +362,7 @@ def _sweep_runs(
     source: str,
     profile_guards: bool,
     execution_count: int | None = None,
+    memory: bool = False,
 ) -> list[CellReport | None]:
     reports: list[CellReport | None] = []
     for st in stances:
@@ -314,5 +377,23 @@ def _sweep_runs(
         except Exception as exc:
             if rep is not None and rep.error is None:
                 rep.error = error_line(exc)
+        if memory and rep is not None:
+            rep.memory = _first_run_memory(engine, run, st)
+            rep.notes.append("memory (-m): from a second run of this stance, from cold")
         reports.append(rep)
     return reports
+
+
+def _first_run_memory(engine: Engine, run: Callable[[], Any], stance: Stance) -> list[Any]:
+    """The memory figures of one run from cold under ``stance`` (not timed,
+    not in the history); a run that raises still has its figures."""
+    engine.reset_compiled_code()
+    meter = probe.CellProfiler(memory=True)
+    try:
+        with engine.applied(stance):
+            run()
+    except Exception:
+        pass
+    finally:
+        _, figures = meter.stop()
+    return figures

@@ -431,6 +431,7 @@ class Engine:
         label: str | None = None,
         record: bool = True,
         profile_guards: bool = False,
+        memory: bool = False,
     ) -> Iterator[Any]:
         """Run a block under ``stance`` (None: the session stance) and measure it.
 
@@ -438,12 +439,19 @@ class Engine:
         when the block ends; with ``record`` it is appended to the history
         and sent to observers. An exception in the block propagates
         unchanged after the report records it. ``profile_guards`` measures
-        guard cost with torch's profiler instead of estimating it.
+        every cache lookup with torch's profiler (instead of timing the
+        lookups of the called functions in situ); ``memory`` measures the
+        bytes torch allocates (see :class:`~stance_magic.probe.CellProfiler`).
         """
         stance = stance or self.session
         with self.applied(stance):
             m = self.start_measure(
-                stance, source=source, label=label, record=record, profile_guards=profile_guards
+                stance,
+                source=source,
+                label=label,
+                record=record,
+                profile_guards=profile_guards,
+                memory=memory,
             )
             try:
                 yield m.report
@@ -460,10 +468,13 @@ class Engine:
         label: str | None = None,
         record: bool = True,
         profile_guards: bool = False,
+        memory: bool = False,
     ) -> Measurement:
         """Start measuring without applying a stance (``%stance watch``);
         call :meth:`Measurement.finish` when the block is over."""
-        return Measurement(self, stance or current_stance(), source, label, record, profile_guards)
+        return Measurement(
+            self, stance or current_stance(), source, label, record, profile_guards, memory
+        )
 
     def reset_compiled_code(self) -> None:
         """Forget all compiled code (``torch.compiler.reset()``); keep history."""
@@ -512,6 +523,7 @@ class Measurement:
         label: str | None,
         record: bool,
         profile_guards: bool = False,
+        memory: bool = False,
     ) -> None:
         from .report import CellReport
 
@@ -525,7 +537,14 @@ class Measurement:
         self._done = False
         self._mark = self._recorder.start()
         engine._open_measures.append(self)
-        self._profiler = probe.LookupProfiler() if profile_guards else None
+        self._profiler: probe.CellProfiler | None = None
+        self._profiler_error: str | None = None
+        if profile_guards or memory:
+            try:
+                self._profiler = probe.CellProfiler(lookups=profile_guards, memory=memory)
+            except probe.ProfilerBusy as err:
+                self._profiler_error = f"not measured with the profiler: {err}"
+        self.report.memory_on = memory and self._profiler is not None
         self._t0 = time.perf_counter()
 
     def finish(self, error: BaseException | None = None, note: str | None = None) -> Any:
@@ -538,7 +557,9 @@ class Measurement:
             self.engine._open_measures.remove(self)
         from .report import build_report
 
-        profiled = self._profiler.stop() if self._profiler is not None else None
+        profiled, memory = None, []
+        if self._profiler is not None:
+            profiled, memory = self._profiler.stop()
         window = self._recorder.stop(self._mark)
         window.profiled_lookups = profiled
         build_report(
@@ -551,6 +572,12 @@ class Measurement:
             label=self.label,
             index=len(self.engine.history) + 1,
         )
+        self.report.memory = memory
+        for fig in memory:
+            if fig.note:
+                self.report.notes.append(fig.note)
+        if self._profiler_error:
+            self.report.notes.append(self._profiler_error)
         if note:
             self.report.notes.append(note)
         if self.record:

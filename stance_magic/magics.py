@@ -35,6 +35,7 @@ def _parser() -> MagicArgumentParser:
     p.add_argument("-b", "--backend", default=None)
     p.add_argument("-q", "--quiet", action="store_true")
     p.add_argument("-g", "--profile-guards", action="store_true")
+    p.add_argument("-m", "--memory", action="store_true")
     p.add_argument("--compare", action="store_true")
     p.add_argument("--repeat", type=int, default=None)
     p.add_argument("--sweep", nargs="?", const="", default=None)
@@ -110,16 +111,19 @@ class StanceMagics(Magics):
 
         Cell magic::
 
-            %%stance [STANCE] [-u] [-b NAME] [-q] [-g] [--compare [--repeat N]]
+            %%stance [STANCE] [-u] [-b NAME] [-q] [-g] [-m] [--compare [--repeat N]]
                      [--sweep [S1,S2,...]] [--no-plot]
 
         runs the cell under STANCE (left out: the session stance); the stance
         before the cell is back afterwards, whether the cell succeeded,
         raised or was interrupted. After the cell a report shows what
-        torch.compile did: wall and compile time (by phase), compiles,
-        recompiles with torch's reason and where, graph breaks, cache
-        hits/misses, guard count and evaluation cost, eager fallbacks and
-        refused recompiles.
+        torch.compile did: wall and compile time (by phase), compiles (frames
+        traced, graphs compiled, failures), recompiles with torch's reason,
+        where, and the guard's source line, graph breaks with their file,
+        line and source, cache hits/misses, the cost of the cache lookups
+        (timed where they happen), eager fallbacks, refused recompiles with
+        the guard that failed, and calls run eagerly; with -m, the memory
+        torch allocated.
 
         Line magic::
 
@@ -162,10 +166,17 @@ class StanceMagics(Magics):
             Run the cell once per stance (all supported ones if no list),
             each from cold compiled caches.
         -g, --profile-guards
-            Measure guard cost with torch's profiler ('TorchDynamo Cache
-            Lookup' events) instead of estimating it from the warm guard
-            checks timed at compile time; works with -u too, and slows the
-            rest of the cell while it runs.
+            Measure every cache lookup with torch's profiler ('TorchDynamo
+            Cache Lookup' events) instead of timing the lookups of the called
+            functions in situ: it also times the lookups after graph breaks
+            (resume functions), and slows the rest of the cell while it runs.
+        -m, --memory
+            Measure the bytes torch allocates: the peak above what was live
+            when the cell started, and what it left at the end (CPU: torch's
+            profiler memory events; CUDA: the caching allocator's
+            statistics). With --compare: eager, first compiled and steady
+            compiled peaks; with --sweep: each stance's first-run peak, from
+            extra runs so the times stay clean.
         --no-plot
             Text and table only, no chart.
 
@@ -336,6 +347,11 @@ class StanceMagics(Magics):
             raise UsageError(
                 f"--repeat {args.repeat} is too many: at most {_max_repeat():,} runs per side"
             )
+        if args.memory and args.compare and args.profile_guards:
+            raise UsageError(
+                "-m and -g do not go together with --compare: torch runs one profiler at a "
+                "time (measure memory and lookups in two cells)"
+            )
         if args.sweep is not None and (words or args.compare):
             raise UsageError("--sweep runs every stance; give no STANCE and no --compare")
         ns = self._namespace(args)
@@ -373,6 +389,7 @@ class StanceMagics(Magics):
                 announce=False if args.quiet else _notice,
                 profile_guards=args.profile_guards,
                 execution_count=number,
+                memory=args.memory,
             )
             if not args.quiet:
                 self._pending.append((result, not args.no_plot))
@@ -389,6 +406,7 @@ class StanceMagics(Magics):
                 announce=False if args.quiet else _notice,
                 profile_guards=args.profile_guards,
                 execution_count=number,
+                memory=args.memory,
             )
             if not args.quiet:
                 self._pending.append((result, not args.no_plot))
@@ -396,7 +414,7 @@ class StanceMagics(Magics):
         rep = None
         try:
             with self.engine.measure(
-                stance, source=cell, profile_guards=args.profile_guards
+                stance, source=cell, profile_guards=args.profile_guards, memory=args.memory
             ) as rep:
                 rep.execution_count = number
                 return run()

@@ -20,6 +20,7 @@ COLORS = {
     "guard": "#7570b3",
     "run": "#1b9e77",
     "eager": "#888888",
+    "memory": "#1f78b4",
 }
 
 
@@ -181,8 +182,12 @@ def sweep_figure(result: Any) -> Any:
     comp = [r.compile_s * scale for r in reps]
     guard = [(r.guard_s or 0.0) * scale for r in reps]
     exe = [max(r.wall_s - r.compile_s - (r.guard_s or 0.0), 0.0) * scale for r in reps]
+    memory = bool(getattr(result, "memory", False))
     fig = _figure(1.0 + 0.42 * len(reps))
-    ax = fig.add_subplot()
+    if memory:
+        ax, mx = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
+    else:
+        ax = fig.add_subplot()
     _stacked(
         ax,
         labels,
@@ -192,7 +197,18 @@ def sweep_figure(result: Any) -> Any:
             ("execution", COLORS["run"], exe),
         ],
     )
-    from .render import fmt_s
+    from .render import fmt_bytes, fmt_s
+
+    if memory:
+        peaks = [(r.peak_bytes or 0) / 1e6 for r in reps]
+        mx.barh(range(len(reps)), peaks, color=COLORS["memory"], height=0.6)
+        for i, r in enumerate(reps):
+            _annotate(mx, i, peaks[i], fmt_bytes(r.peak_bytes))
+        mx.set_xlabel("first-run peak above the start (MB)")
+        mx.set_title("memory (a second run from cold)", fontsize=10, loc="left")
+        mx.set_xlim(0, max(peaks) * 1.6 or 1.0)
+        mx.grid(axis="x", alpha=0.3)
+        mx.set_axisbelow(True)
 
     for i, r in enumerate(reps):
         _annotate(

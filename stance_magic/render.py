@@ -22,6 +22,18 @@ def fmt_s(s: float | None) -> str:
     return f"{s * 1e9:.0f} ns"
 
 
+def fmt_bytes(n: float | None, signed: bool = False) -> str:
+    """Bytes, readable (decimal units): 64.0 MB, 812 kB, 0 B."""
+    if n is None:
+        return "n/a"
+    sign = ("+" if n > 0 else "−" if n < 0 else "") if signed else ("−" if n < 0 else "")
+    a = abs(n)
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if a >= scale:
+            return f"{sign}{a / scale:.1f} {unit}"
+    return f"{sign}{a:.0f} B"
+
+
 def _stance_line(rep: CellReport) -> str:
     bits = [rep.stance]
     if rep.backend:
@@ -61,6 +73,15 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
     rows.append(("graph breaks", str(nb), [f"{g.count}× {g}" for g in rep.graph_break_details]))
     rows.append(("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", []))
     rows.append(("guards", _guard_value(rep), _guard_details(rep)))
+    for fig in rep.memory:
+        rows.append(
+            (
+                f"memory ({fig.device})",
+                f"peak {fmt_bytes(fig.peak_bytes)} above the start; "
+                f"{fmt_bytes(fig.end_bytes, signed=True)} left at the end",
+                [fig.method],
+            )
+        )
     if rep.stance == "eager_on_recompile" or rep.eager_fallbacks:
         rows.append(("eager fallbacks", str(rep.eager_fallbacks), []))
     if rep.stance == "fail_on_recompile" or rep.refused_recompiles:
@@ -72,6 +93,16 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
             )
         )
     rows.extend(_eager_rows(rep))
+    if rep.eager_peak_bytes is not None:
+        rows.append(
+            (
+                "memory peaks",
+                f"eager {fmt_bytes(rep.eager_peak_bytes)} · compiled first run "
+                f"{fmt_bytes(rep.compiled_first_peak_bytes)} · compiled steady "
+                f"{fmt_bytes(rep.compiled_steady_peak_bytes)}",
+                [],
+            )
+        )
     if rep.eager_s is not None:
         rows.append(("eager (steady)", fmt_s(rep.eager_s), []))
         rows.append(("compiled (steady)", fmt_s(rep.compiled_s), []))
@@ -103,6 +134,17 @@ def _which_cell(rep: CellReport) -> str:
     return f"cell {rep.index}" if rep.index else ""
 
 
+def _notes(rep: CellReport) -> list[str]:
+    notes = list(rep.notes)
+    if rep.memory_on:
+        notes.append(
+            "times taken with memory measuring on (-m): each allocation was reported to "
+            "torch's profiler while the cell ran (reading the events back afterwards is "
+            "not in the wall time)"
+        )
+    return notes
+
+
 def report_text(rep: CellReport) -> str:
     which = _which_cell(rep)
     title = f"stance_magic report, {which}" if which else "stance_magic report"
@@ -115,7 +157,7 @@ def report_text(rep: CellReport) -> str:
             out.append(f"  {'':<{width}}    - {d}")
         if len(details) > MAX_DETAILS:
             out.append(f"  {'':<{width}}    … {_more(len(details) - MAX_DETAILS)}")
-    for note in rep.notes:
+    for note in _notes(rep):
         out.append(f"  note: {note}")
     return "\n".join(out)
 
@@ -151,7 +193,7 @@ def report_html(rep: CellReport) -> str:
                 f"<ul>{rest}</ul></details>"
             )
         rows.append(f"<tr><th>{e(label)}</th><td{cls}>{e(value)}{det}</td></tr>")
-    notes = "".join(f"<tr><td colspan=2><i>{e(n)}</i></td></tr>" for n in rep.notes)
+    notes = "".join(f"<tr><td colspan=2><i>{e(n)}</i></td></tr>" for n in _notes(rep))
     return (
         f'{CSS}<table class="sm-report"><caption>{e(title)}</caption>'
         + "".join(rows)
@@ -177,9 +219,22 @@ HISTORY_COLUMNS = (
 )
 
 
+#: Shown when some cell of the history measured memory.
+MEMORY_COLUMN = ("peak_bytes", "peak mem")
+
+
+def _columns(reports: Iterable[CellReport]) -> tuple[tuple[str, str], ...]:
+    if any(r.memory for r in reports):
+        i = [k for k, _ in HISTORY_COLUMNS].index("guard_s") + 1
+        return (*HISTORY_COLUMNS[:i], MEMORY_COLUMN, *HISTORY_COLUMNS[i:])
+    return HISTORY_COLUMNS
+
+
 def _cell(key: str, v: Any) -> str:
     if key.endswith("_s"):
         return fmt_s(v)
+    if key.endswith("_bytes"):
+        return fmt_bytes(v) if v is not None else ""
     text = "" if v is None else str(v)
     return shorten(text) if key == "error" else text
 
@@ -211,23 +266,25 @@ def html_table(head: Sequence[str], body: Sequence[Sequence[str]], caption: str 
     )
 
 
-def _history_body(reports: Iterable[CellReport]) -> list[list[str]]:
+def _history_body(reports: Iterable[CellReport]) -> tuple[list[str], list[list[str]]]:
+    reports = list(reports)
+    columns = _columns(reports)
     rows = [r.summary_row() for r in reports]
-    return [[_cell(k, row[k]) for k, _ in HISTORY_COLUMNS] for row in rows]
+    return [h for _, h in columns], [[_cell(k, row[k]) for k, _ in columns] for row in rows]
 
 
 def history_text(reports: Iterable[CellReport]) -> str:
-    body = _history_body(reports)
+    head, body = _history_body(reports)
     if not body:
         return "stance_magic history: no measured cells yet"
-    return text_table([h for _, h in HISTORY_COLUMNS], body)
+    return text_table(head, body)
 
 
 def history_html(reports: Iterable[CellReport]) -> str:
-    body = _history_body(reports)
+    head, body = _history_body(reports)
     if not body:
         return "<p>stance_magic history: no measured cells yet</p>"
-    return html_table([h for _, h in HISTORY_COLUMNS], body)
+    return html_table(head, body)
 
 
 class History(list):

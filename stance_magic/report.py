@@ -175,11 +175,20 @@ class CellReport:
     compiles_during_eager_calls: int = 0
     #: the guard a fail_on_recompile refusal reported (torch's words)
     refused_guards: list[str] = field(default_factory=list)
+    #: bytes torch allocated per device (measured with -m / memory=True)
+    memory: list[probe.MemoryFigure] = field(default_factory=list)
+    #: the times of this report were taken with memory measuring on
+    memory_on: bool = False
     error: str | None = None
     frames: list[FrameCompile] = field(default_factory=list)
     # Filled in by --compare (see stance_magic.compare)
     eager_s: float | None = None
     compiled_s: float | None = None
+    #: --compare with -m: peak bytes of an eager run, of the first compiled
+    #: run (the one that compiles) and of a compiled run in steady state
+    eager_peak_bytes: int | None = None
+    compiled_first_peak_bytes: int | None = None
+    compiled_steady_peak_bytes: int | None = None
     speedup: float | None = None
     break_even_calls: int | None = None
     runs: dict[str, list[float]] = field(default_factory=dict)
@@ -194,6 +203,16 @@ class CellReport:
         if self.skip_guard_eval_unsafe:
             label += " -u"
         return label
+
+    @property
+    def peak_bytes(self) -> int | None:
+        """Peak bytes above the start on the first device measured, or None."""
+        return self.memory[0].peak_bytes if self.memory else None
+
+    @property
+    def end_bytes(self) -> int | None:
+        """Bytes left allocated at the end (above the start), or None."""
+        return self.memory[0].end_bytes if self.memory else None
 
     @property
     def compiled_anything(self) -> bool:
@@ -222,6 +241,9 @@ class CellReport:
             "failed_compiles": self.failed_compiles,
             "recompiles": len(self.recompiles),
             "graph_breaks": sum(g.count for g in self.graph_break_details),
+            "peak_bytes": self.peak_bytes,
+            "end_bytes": self.end_bytes,
+            "memory_device": self.memory[0].device if self.memory else "",
             "compiled_calls": self.compiled_calls,
             "cache_hits": self.cache_hits,
             "cache_misses": self.cache_misses,
@@ -235,6 +257,9 @@ class CellReport:
             "refused_recompiles": self.refused_recompiles,
             "eager_s": self.eager_s,
             "compiled_s": self.compiled_s,
+            "eager_peak_bytes": self.eager_peak_bytes,
+            "compiled_first_peak_bytes": self.compiled_first_peak_bytes,
+            "compiled_steady_peak_bytes": self.compiled_steady_peak_bytes,
             "speedup": self.speedup,
             "break_even_calls": self.break_even_calls,
             "error": self.error or "",

@@ -105,3 +105,36 @@ def test_format_results_has_every_section():
     assert text.count("MET") == 2 and "MISSED" not in text
     assert b.fmt_t(2.5e-6) == "2.5 µs" and b.fmt_t(0.0123) == "12.3 ms" and b.fmt_t(1.5) == "1.50 s"
     assert b.fmt_d(-1e-6) == "−1.0 µs"
+
+
+def _quick(name: str, tmp_path: Path) -> tuple[str, object]:
+    script = SCRIPT.parent / name
+    out = tmp_path / f"{name}.json"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(SCRIPT.parent.parent),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.stdout, json.loads(out.read_text())
+
+
+def test_guard_benchmark_quick_run(tmp_path):
+    text, res = _quick("bench_guards.py", tmp_path)
+    assert "stance_magic (in situ)" in text and "outside clock" in text
+    for r in res:
+        assert r["ours_s"] > 0 and r["profiler_s"] > 0 and r["profiler_events"] == 5
+        assert r["overhead_ratio"] > 0
+        assert "stance_magic / profiler" in r["ratios"]
+
+
+def test_memory_benchmark_quick_run(tmp_path):
+    text, res = _quick("bench_memory.py", tmp_path)
+    assert "with -m (cell)" in text and "aot_eager_then_compile vs eager_then_compile" in text
+    for r in res["workloads"]:
+        assert r["ratio"] > 0 and r["events"] > 0 and r["peak_bytes"] > 0
+    peaks = res["first_call_peaks"]
+    assert peaks["aot_eager_then_compile"] < peaks["eager_then_compile"]
