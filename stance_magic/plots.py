@@ -204,8 +204,8 @@ def sweep_figure(result: Any) -> Any:
         mx.barh(range(len(reps)), peaks, color=COLORS["memory"], height=0.6)
         for i, r in enumerate(reps):
             _annotate(mx, i, peaks[i], fmt_bytes(r.peak_bytes))
-        mx.set_xlabel("first-run peak above the start (MB)")
-        mx.set_title("memory (a second run from cold)", fontsize=10, loc="left")
+        mx.set_xlabel("MB above the start")
+        mx.set_title("first-run peak memory", fontsize=10, loc="left")
         mx.set_xlim(0, max(peaks) * 1.6 or 1.0)
         mx.grid(axis="x", alpha=0.3)
         mx.set_axisbelow(True)
@@ -219,7 +219,12 @@ def sweep_figure(result: Any) -> Any:
         )
     ax.set_xlabel(f"wall time of the cell, from cold caches ({unit})")
     ax.set_title("one run per stance", fontsize=10, loc="left")
-    _legend(ax)
+    if memory:  # no room on the right: the legend goes under the time axis
+        ax.legend(
+            fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.3), ncol=3, frameon=False
+        )
+    else:
+        _legend(ax)
     ax.set_xlim(0, max(walls) * scale * 1.8 or 1.0)
     return fig
 
