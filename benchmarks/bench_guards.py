@@ -205,16 +205,26 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="tiny counts (a smoke run)")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (default 1: on a busy 2-core machine the thread pool "
+        "swings per-call times far more than the guards cost)",
+    )
     args = p.parse_args(argv)
     n, rounds = (5, 3) if args.quick else (20, 15)
     import torch
+
+    torch.set_num_threads(args.threads)
 
     results = []
     for name, step, fn in build(args.quick):
         results.append(measure_model(name, step, fn, n, rounds))
     print(
         f"guard figure in a model loop (Python {platform.python_version()}, "
-        f"torch {torch.__version__}, {n} calls a loop, {rounds} interleaved rounds)"
+        f"torch {torch.__version__}, {torch.get_num_threads()} intra-op thread(s), "
+        f"{n} calls a loop, {rounds} interleaved rounds)"
     )
     for r in results:
         ours, outside, prof = r["ours_s"], r["outside_min_s"], r["profiler_s"]

@@ -220,9 +220,7 @@ def sweep_figure(result: Any) -> Any:
     ax.set_xlabel(f"wall time of the cell, from cold caches ({unit})")
     ax.set_title("one run per stance", fontsize=10, loc="left")
     if memory:  # no room on the right: the legend goes under the time axis
-        ax.legend(
-            fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.3), ncol=3, frameon=False
-        )
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.3), ncol=3, frameon=False)
     else:
         _legend(ax)
     ax.set_xlim(0, max(walls) * scale * 1.8 or 1.0)

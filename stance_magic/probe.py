@@ -305,6 +305,8 @@ class Target:
     untimed: int = 0
     misses: int = 0
     eager_calls: int = 0
+    #: each timed lookup, seconds
+    samples: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -352,6 +354,10 @@ class Window:
     @property
     def lookup_seconds(self) -> float:
         return sum(t.seconds for t in self.targets)
+
+    @property
+    def lookup_samples(self) -> list[float]:
+        return [x for t in self.targets for x in t.samples]
 
 
 @dataclass
@@ -749,6 +755,7 @@ class Recorder:
             if kind == "timed":
                 t.timed += 1
                 t.seconds += seconds
+                t.samples.append(seconds)
             else:
                 t.untimed += 1
             if not hit:

@@ -352,7 +352,7 @@ def _guard_value(rep: CellReport) -> str:
         bound = "≥ " if rep.guard_bound else ""
         text = f"evaluation {bound}{fmt_s(rep.guard_s)}"
         if rep.guard_per_call_s is not None:
-            text += f" ({fmt_s(rep.guard_per_call_s)} per timed lookup)"
+            text += f" ({fmt_s(rep.guard_per_call_s)} per timed lookup, median)"
     if rep.compiles:
         text += f"; {rep.guard_count} guards in the entries compiled here"
     return text

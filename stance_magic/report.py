@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import linecache
 import re
+import statistics
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -110,10 +111,8 @@ class GuardTarget:
     untimed: int
     misses: int = 0
     eager_calls: int = 0
-
-    @property
-    def per_lookup_s(self) -> float | None:
-        return self.seconds / self.timed if self.timed else None
+    #: the median timed lookup (robust to a lookup the OS preempted)
+    per_lookup_s: float | None = None
 
 
 @dataclass
@@ -602,6 +601,7 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
             untimed=t.untimed,
             misses=t.misses,
             eager_calls=t.eager_calls,
+            per_lookup_s=statistics.median(t.samples) if t.samples else None,
         )
         for t in window.targets
     ]
@@ -628,10 +628,12 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
         )
         return
     rep.guard_s = window.lookup_seconds
-    rep.guard_per_call_s = rep.guard_s / timed
+    # per lookup: the median, so one lookup preempted by the OS does not move it
+    rep.guard_per_call_s = statistics.median(window.lookup_samples)
     rep.guard_method = (
         f"timed in situ: {_plural(timed, 'lookup')}, each from torch.compile handing the "
-        "call to Dynamo to the end of the cache lookup (frame locals and guard checks)"
+        "call to Dynamo to the end of the cache lookup (frame locals and guard checks); "
+        "total, and the median per lookup"
     )
     if untimed:
         rep.guard_bound = (

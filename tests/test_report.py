@@ -145,7 +145,8 @@ def test_guard_cost_timed_in_situ_against_direct_check_and_profiler(sh):
     # plus a fixed few µs of call overhead (the call into the function and
     # Dynamo's frame set-up), which real models do not notice (test_real_models)
     assert total / n / 1.5 <= rep.guard_per_call_s <= 1.5 * total / n + 10e-6
-    assert rep.guard_s == pytest.approx(rep.guard_per_call_s * 49)  # first call: no lookup
+    # first call: no lookup; the median lookup times the lookups, the total sums them
+    assert rep.guard_s == pytest.approx(rep.guard_per_call_s * 49, rel=0.5)
     assert rep.guard_method.startswith("timed in situ: 49 lookups")
     assert rep.guard_bound is None and rep.guard_lookups_timed == 49
     assert rep.guard_count > 32
