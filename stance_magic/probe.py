@@ -457,76 +457,59 @@ class Recorder:
         return self._hooks_on
 
     def _install_hooks(self) -> None:
-        require_torch()
-        import torch._dynamo.guards as guards
-        from torch._C._dynamo import eval_frame as c_eval_frame
-        from torch._dynamo import utils
-
-        ef = _eval_frame()
-        if not hasattr(c_eval_frame, "set_guard_complete_hook"):
-            raise TorchSupportError(
-                f"torch {_torch_str()} has no set_guard_complete_hook; cache hits cannot be counted"
-            )
+        t = _torch_hooks()
         if self._cw_code is None:
-            self._cw_code = _compile_wrapper_code(ef)
-        self._prev_guard_hook = c_eval_frame.set_guard_complete_hook(self._guard_hook)
-        self._prev_testing_hook = getattr(guards, "guard_manager_testing_hook_fn", None)
-        guards.guard_manager_testing_hook_fn = self._testing_hook
-        self._orig_cfs = ef._callback_from_stance
-        ef._callback_from_stance = self._callback_from_stance
-        self._orig_chromium = getattr(utils, "add_compilation_metrics_to_chromium", None)
+            self._cw_code = _compile_wrapper_code(t.ef)
+        self._prev_guard_hook = t.c_eval_frame.set_guard_complete_hook(self._guard_hook)
+        self._prev_testing_hook = getattr(t.guards, "guard_manager_testing_hook_fn", None)
+        t.guards.guard_manager_testing_hook_fn = self._testing_hook
+        self._orig_cfs = t.ef._callback_from_stance
+        t.ef._callback_from_stance = self._callback_from_stance
+        self._orig_chromium = getattr(t.utils, "add_compilation_metrics_to_chromium", None)
         if self._orig_chromium is not None:
-            utils.add_compilation_metrics_to_chromium = self._on_record
+            t.utils.add_compilation_metrics_to_chromium = self._on_record
         self._register_sentinel()
         self._hooks_on = True
 
     def _uninstall_hooks(self) -> None:
         if not self._hooks_on:
             return
-        import torch._dynamo.guards as guards
-        from torch._C._dynamo import eval_frame as c_eval_frame
-        from torch._dynamo import utils
-
-        ef = _eval_frame()
-        now = c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
+        t = _torch_hooks()
+        now = t.c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
         if now is not None and now != self._guard_hook:
             # someone hooked in after us: leave theirs (ours passes through)
-            c_eval_frame.set_guard_complete_hook(now)
-        if guards.guard_manager_testing_hook_fn == self._testing_hook:
-            guards.guard_manager_testing_hook_fn = self._prev_testing_hook
-        if ef._callback_from_stance == self._callback_from_stance:
-            ef._callback_from_stance = self._orig_cfs
+            t.c_eval_frame.set_guard_complete_hook(now)
+        if t.guards.guard_manager_testing_hook_fn == self._testing_hook:
+            t.guards.guard_manager_testing_hook_fn = self._prev_testing_hook
+        if t.ef._callback_from_stance == self._callback_from_stance:
+            t.ef._callback_from_stance = self._orig_cfs
         if self._orig_chromium is not None and (
-            utils.add_compilation_metrics_to_chromium == self._on_record
+            t.utils.add_compilation_metrics_to_chromium == self._on_record
         ):
-            utils.add_compilation_metrics_to_chromium = self._orig_chromium
+            t.utils.add_compilation_metrics_to_chromium = self._orig_chromium
         self._unregister_sentinel()
         self._hooks_on = False
 
     def _register_sentinel(self) -> None:
         """A no-op compile-start callback: torch.compiler.reset() clears these,
         so its absence at the end of a window says a reset ran."""
-        from torch._dynamo.callback import callback_handler
-
+        handler = _torch_hooks().callback_handler
         if self._sentinel is None:
 
             def stance_magic_reset_sentinel(*args: Any) -> None:
                 return None
 
             self._sentinel = stance_magic_reset_sentinel
-        if self._sentinel not in callback_handler.start_callbacks:
-            callback_handler.register_start_callback(self._sentinel)
+        if self._sentinel not in handler.start_callbacks:
+            handler.register_start_callback(self._sentinel)
 
     def _unregister_sentinel(self) -> None:
-        from torch._dynamo.callback import callback_handler
-
-        while self._sentinel in callback_handler.start_callbacks:
-            callback_handler.start_callbacks.remove(self._sentinel)
+        callbacks = _torch_hooks().callback_handler.start_callbacks
+        while self._sentinel in callbacks:
+            callbacks.remove(self._sentinel)
 
     def _sentinel_gone(self) -> bool:
-        from torch._dynamo.callback import callback_handler
-
-        return self._sentinel not in callback_handler.start_callbacks
+        return self._sentinel not in _torch_hooks().callback_handler.start_callbacks
 
     def _install_log_capture(self) -> None:
         """Attach the graph-break handler to torch's ``graph_breaks`` loggers.
@@ -780,6 +763,32 @@ class Recorder:
     def compiles_so_far(self) -> int:
         """Compile records collected since the outermost window opened."""
         return len(self._records)
+
+
+@dataclass(frozen=True)
+class _TorchHooks:
+    """The torch modules whose hooks the recorder sets (imported once)."""
+
+    ef: Any
+    c_eval_frame: Any
+    guards: Any
+    utils: Any
+    callback_handler: Any
+
+
+@functools.cache
+def _torch_hooks() -> _TorchHooks:
+    require_torch()
+    import torch._dynamo.guards as guards
+    from torch._C._dynamo import eval_frame as c_eval_frame
+    from torch._dynamo import utils
+    from torch._dynamo.callback import callback_handler
+
+    if not hasattr(c_eval_frame, "set_guard_complete_hook"):
+        raise TorchSupportError(
+            f"torch {_torch_str()} has no set_guard_complete_hook; cache hits cannot be counted"
+        )
+    return _TorchHooks(_eval_frame(), c_eval_frame, guards, utils, callback_handler)
 
 
 class _BreakHandler(logging.Handler):
