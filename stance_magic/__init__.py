@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CellReport",
+    "RankReport",
     "Stance",
     "StanceError",
     "current_stance",
@@ -36,6 +37,7 @@ _LAZY = {
     "supported_stances": "engine",
     "get_engine": "engine",
     "CellReport": "report",
+    "RankReport": "ranks",
     "panel": "widget",
 }
 
@@ -61,12 +63,20 @@ def measure(
     skip_guard_eval_unsafe: bool = False,
     force_backend: Any = None,
     label: str | None = None,
+    gather: bool | str = False,
 ) -> Any:
     """Run a block under a stance and measure what torch.compile did.
 
     A context manager yielding a :class:`CellReport`, filled in when the
     block ends and added to :func:`history`. ``stance=None`` means the
     session stance.
+
+    ``gather=True`` (inside an initialized ``torch.distributed`` process
+    group, on every rank) sends each rank's summary to rank 0 when the block
+    ends, also when it raised; rank 0's report then has ``rep.ranks``, a
+    :class:`RankReport` with one row per rank and the ranks' divergences.
+    ``gather="full"`` sends whole reports. Without a process group it warns
+    and measures this process alone. See :mod:`stance_magic.ranks`.
 
     Examples
     --------
@@ -81,6 +91,10 @@ def measure(
 
     engine = get_engine()
     st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
+    if gather:
+        from .ranks import gathered
+
+        return gathered(engine.measure(st, label=label), gather)
     return engine.measure(st, label=label)
 
 
