@@ -572,7 +572,8 @@ def shown_rows(view: RankReport) -> list[RankSummary]:
 
 
 def _title(view: RankReport) -> str:
-    which = f", In [{view.execution_count}]" if view.execution_count is not None else ""
+    n = view.execution_count
+    which = f", In [{n}] on rank 0" if n is not None else ""
     return f"stance_magic across {view.world_size} ranks{which}"
 
 
@@ -773,10 +774,12 @@ def ranks_figure(view: RankReport) -> Any:
         ax.axvline(slowest.compile_s * scale, color="#b00020", ls="--", lw=1)
         title = (
             f"slowest compile: rank {slowest.rank}, {fmt_s(slowest.compile_s)} "
-            "(dashed; the other ranks wait for it)"
+            "(dashed line: the other ranks wait for it)"
         )
     else:
         title = f"{view.world_size} ranks"
+    if flagged:
+        title += "; red, !: diverged"
     ax.set_title(title, fontsize=9, loc="left")
     ax.set_xlabel(f"wall time of the block on each rank ({unit})")
     ax.set_xlim(0, max(r.wall_s for r in rows) * scale * 1.7 or 1.0)
