@@ -429,7 +429,6 @@ def gather(rep: Any, mode: Any = "summary") -> RankReport | None:
     payload: Any = summary.to_wire()
     if mode == "full":
         payload = (payload, rep)
-    size = len(pickle.dumps(payload))
     out: list[Any] | None = [None] * world if rank == 0 else None
     t0 = time.perf_counter()
     dist.gather_object(payload, out, dst=0)
@@ -441,6 +440,7 @@ def gather(rep: Any, mode: Any = "summary") -> RankReport | None:
         )
         return None
     assert out is not None
+    size = len(pickle.dumps(payload))  # what rank 0 sent (torch pickles it the same way)
     if mode == "full":
         rows = [RankSummary.from_wire(w) for w, _ in out]
         reports = [r for _, r in out]

@@ -241,13 +241,17 @@ def test_ipyparallel_px_cell_shows_both_ranks_in_the_client(monkeypatch):
         )
         setup.get(timeout=IPP_TIMEOUT_S)
         assert view.pull("stance_magic.__file__", block=True) == [stance_magic.__file__] * 2
-        # the same stance on every engine, one line: %px %stance ... --ranks
+        # the same stance on every engine: %px %stance ...
         with capture_output() as cap:
-            client_shell.run_cell("%px %stance fail_on_recompile --ranks")
-        assert "session stance: fail_on_recompile on all 2 ranks" in cap.stdout
+            client_shell.run_cell("%px %stance fail_on_recompile")
+        assert cap.stdout.count("session stance: fail_on_recompile (was: default)") == 2
         view.execute("now = str(stance_magic.current_stance())", block=True)
         assert view.pull("now", block=True) == ["fail_on_recompile"] * 2
-        client_shell.run_cell("%px %stance default -q")
+        # ... and checked by rank 0 in one line with --ranks
+        with capture_output() as cap:
+            client_shell.run_cell("%px %stance default --ranks")
+        assert "session stance: default on all 2 ranks (was: fail_on_recompile" in cap.stdout
+        assert cap.stdout.count("session stance") == 1
         # %%px then %%stance --ranks: rank 1 fed another shape
         res = client_shell.run_cell(
             "%%px --noblock\n%%stance --ranks\ny = f(torch.randn(16 if rank == 1 else 8, 4))"
