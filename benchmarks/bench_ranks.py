@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_ranks.py                  # about 40 s on 2 cores
+    .venv/bin/python benchmarks/bench_ranks.py                  # about 70 s on 2 cores
     .venv/bin/python benchmarks/bench_ranks.py --quick          # a smoke run
     .venv/bin/python benchmarks/bench_ranks.py --baseline ../other-checkout
     .venv/bin/python benchmarks/bench_ranks.py --json out.json
@@ -364,8 +364,9 @@ def no_group(paths: dict[str, Path], rounds: int, batches: int) -> dict[str, Any
     (fresh processes, alternating between checkouts round by round)."""
     out: dict[str, Any] = {name: [] for name in paths}
     package: dict[str, str] = {}
-    for _ in range(rounds):
-        for name, path in paths.items():
+    for i in range(rounds):
+        order = list(paths.items())
+        for name, path in order if i % 2 == 0 else order[::-1]:
             proc = subprocess.run(
                 [sys.executable, "-c", _NOGROUP, str(batches)],
                 env=_child_env(path),
@@ -496,13 +497,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline is not None:
         paths["baseline"] = args.baseline.resolve()
     print("\n3. no process group: an empty %%stance -q cell (fresh processes, alternating)")
-    nog = no_group(paths, 2 if args.quick else 3, 10 if args.quick else 60)
+    nog = no_group(paths, 2 if args.quick else 6, 10 if args.quick else 40)
     for name, res in nog.items():
         runs = ", ".join(_fmt_s(x) for x in res["runs"])
         print(f"  {name}: {_fmt_s(res['median'])} per cell ({runs}; {res['package']})")
     if "baseline" in nog:
-        d = nog["this checkout"]["median"] - nog["baseline"]["median"]
-        print(f"  difference: {'+' if d >= 0 else ''}{_fmt_s(d)} per cell")
+        pairs = [a - b for a, b in zip(nog["this checkout"]["runs"], nog["baseline"]["runs"])]
+        d = _med(pairs)
+        lo, hi = _iqr(pairs)
+        print(
+            f"  difference (paired by round): {'+' if d >= 0 else ''}{_fmt_s(d)} per cell "
+            f"(IQR {_fmt_s(lo)} to {_fmt_s(hi)})"
+        )
     print(f"\n(ran in {time.perf_counter() - t_start:.0f} s)")
     if args.json:
         args.json.write_text(
