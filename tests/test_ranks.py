@@ -429,6 +429,27 @@ def test_the_combined_view_is_exported_with_rank_0s_report(tmp_path):
     assert [f["kind"] for f in data["flags"]] == ["compiles", "slowest"]
 
 
+def test_the_gather_benchmark_still_runs(tmp_path):
+    """benchmarks/bench_ranks.py --quick: two ranks, rank 0's work, no group."""
+    out = tmp_path / "bench.json"
+    script = ROOT / "benchmarks" / "bench_ranks.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=TORCHRUN_TIMEOUT_S,
+        cwd=str(ROOT),
+        env=_env(),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for line in ("1. two ranks", "2. rank 0's own work", "projection", "3. no process group"):
+        assert line in proc.stdout
+    res = json.loads(out.read_text())
+    assert res["two_ranks"]["0"]["summary_bytes"] < 2000
+    assert res["projection"]["1024"]["summary_s"] > res["projection"]["64"]["summary_s"] > 0
+    assert "recompiles" in res["rank0_work"]["1024"]["flags"]  # the one odd rank
+
+
 def test_rank_sets_read_as_ranges():
     assert ranks.rank_set([3]) == "rank 3"
     assert ranks.rank_set([0, 1, 2, 5, 7, 8]) == "ranks 0-2, 5, 7-8"
