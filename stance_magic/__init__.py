@@ -91,11 +91,12 @@ def measure(
 
     engine = get_engine()
     st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
+    measuring = engine.measure(st, label=label)
     if gather:
         from .ranks import gathered
 
-        return gathered(engine.measure(st, label=label), gather)
-    return engine.measure(st, label=label)
+        return gathered(measuring, gather)
+    return measuring
 
 
 def set_session_stance(

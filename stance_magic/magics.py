@@ -453,26 +453,24 @@ class StanceMagics(Magics):
             if not args.quiet:
                 self._pending.append((result, not args.no_plot))
             return result.value
+        measuring = self.engine.measure(stance, source=cell, profile_guards=args.profile_guards)
         if args.ranks:
-            return self._cell_ranks(args, stance, cell, number, run)
+            return self._cell_ranks(args, measuring, number, run)
         rep = None
         try:
-            with self.engine.measure(
-                stance, source=cell, profile_guards=args.profile_guards
-            ) as rep:
+            with measuring as rep:
                 rep.execution_count = number
                 return run()
         finally:
             if rep is not None and not args.quiet:
                 self._pending.append((rep, not args.no_plot))
 
-    def _cell_ranks(self, args: Any, stance: Stance, cell: str, number: int, run: Any) -> Any:
+    def _cell_ranks(self, args: Any, measuring: Any, number: int, run: Any) -> Any:
         """``%%stance --ranks``: measure, then gather across ranks (also when the
         cell raised, so that no rank is left waiting; not after an interrupt)."""
         __tracebackhide__ = True
         from . import ranks
 
-        measuring = self.engine.measure(stance, source=cell, profile_guards=args.profile_guards)
         rep = None
         try:
             with ranks.gathered(measuring, "full" if args.full else "summary") as rep:
