@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CellReport",
+    "RankReport",
     "Stance",
     "StanceError",
     "current_stance",
@@ -36,6 +37,7 @@ _LAZY = {
     "supported_stances": "engine",
     "get_engine": "engine",
     "CellReport": "report",
+    "RankReport": "ranks",
     "panel": "widget",
 }
 
@@ -63,6 +65,7 @@ def measure(
     label: str | None = None,
     memory: bool = False,
     profile_guards: bool = False,
+    gather: bool | str = False,
 ) -> Any:
     """Run a block under a stance and measure what torch.compile did.
 
@@ -71,6 +74,13 @@ def measure(
     session stance. ``memory=True`` also measures the bytes torch allocates
     (``%%stance -m``); ``profile_guards=True`` times every cache lookup with
     torch's profiler (``-g``).
+
+    ``gather=True`` (inside an initialized ``torch.distributed`` process
+    group, on every rank) sends each rank's summary to rank 0 when the block
+    ends, also when it raised; rank 0's report then has ``rep.ranks``, a
+    :class:`RankReport` with one row per rank and the ranks' divergences.
+    ``gather="full"`` sends whole reports. Without a process group it warns
+    and measures this process alone. See :mod:`stance_magic.ranks`.
 
     Examples
     --------
@@ -85,7 +95,12 @@ def measure(
 
     engine = get_engine()
     st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
-    return engine.measure(st, label=label, memory=memory, profile_guards=profile_guards)
+    measuring = engine.measure(st, label=label, memory=memory, profile_guards=profile_guards)
+    if gather:
+        from .ranks import gathered
+
+        return gathered(measuring, gather)
+    return measuring
 
 
 def set_session_stance(

@@ -43,6 +43,8 @@ def _parser() -> MagicArgumentParser:
     p.add_argument("--plot", action="store_true")
     p.add_argument("--csv", default=None)
     p.add_argument("--json", default=None)
+    p.add_argument("--ranks", action="store_true")
+    p.add_argument("--full", action="store_true")
     return p
 
 
@@ -112,7 +114,7 @@ class StanceMagics(Magics):
         Cell magic::
 
             %%stance [STANCE] [-u] [-b NAME] [-q] [-g] [-m] [--compare [--repeat N]]
-                     [--sweep [S1,S2,...]] [--no-plot]
+                     [--sweep [S1,S2,...]] [--no-plot] [--ranks [--full]]
 
         runs the cell under STANCE (left out: the session stance); the stance
         before the cell is back afterwards, whether the cell succeeded,
@@ -130,6 +132,9 @@ class StanceMagics(Magics):
             %stance                     show the session stance
             %stance STANCE [-u] [-b NAME]
                                         set the session stance for the cells that follow
+            %stance [STANCE] --ranks    in a torch.distributed process group, on every
+                                        rank (%px): set STANCE, then rank 0 says in one
+                                        line whether all ranks have the same session stance
             %stance watch on|off        report every cell that compiled anything, and
                                         keep every cell that called torch.compile'd
                                         code (whatever the stance) in the history
@@ -179,6 +184,18 @@ class StanceMagics(Magics):
             extra runs so the times stay clean.
         --no-plot
             Text and table only, no chart.
+        --ranks
+            Inside an initialized torch.distributed process group, run on every
+            rank (``%%px`` on ipyparallel engines, or under torchrun): each rank
+            sends rank 0 a fixed-size summary of its report
+            (``dist.gather_object``), and rank 0 shows one row per rank and
+            where the ranks diverged (compile or recompile counts, graph breaks,
+            stances, a fail_on_recompile refusal with its guard) and the slowest
+            compile; the other ranks show one line. Without a process group it
+            is a UsageError.
+        --full
+            With --ranks: gather every rank's whole report, shown under the
+            combined view.
 
         Examples
         --------
@@ -217,6 +234,10 @@ class StanceMagics(Magics):
         words = args.words
         if args.compare or args.sweep is not None or args.repeat is not None:
             raise UsageError("--compare, --repeat and --sweep apply to a %%stance cell")
+        if args.full:
+            raise UsageError("--full goes with a %%stance --ranks cell")
+        if args.ranks:
+            return self._line_ranks(args)
         if words and words[0] in COMMANDS:
             return getattr(self, f"_cmd_{words[0]}")(args, words[1:])
         if args.csv or args.json or args.plot:
@@ -243,6 +264,36 @@ class StanceMagics(Magics):
             words[0], args.skip_guard_eval_unsafe, args.backend, self._namespace(args)
         )
         return self._set_session(stance, args.quiet)
+
+    def _line_ranks(self, args: Any) -> None:
+        """``%stance [STANCE] --ranks``: set STANCE (if given) on this rank,
+        then gather every rank's session stance; rank 0 prints one line."""
+        from . import ranks
+
+        words = args.words
+        if words and words[0] in COMMANDS:
+            raise UsageError(f"--ranks does not go with %stance {words[0]}")
+        if len(words) > 1:
+            raise UsageError(f"%stance: unexpected word {words[1]!r} after the stance")
+        if args.csv or args.json or args.plot:
+            raise UsageError("--csv, --json and --plot go with %stance history")
+        if not ranks.process_group_ready():
+            raise UsageError(f"%stance --ranks: {ranks.NO_GROUP}")
+        previous = None
+        if words or args.skip_guard_eval_unsafe or args.backend:
+            stance = make_stance(
+                words[0] if words else None,
+                args.skip_guard_eval_unsafe,
+                args.backend,
+                self._namespace(args),
+                base=self.engine.session,
+            )
+            self._warn_skip_guard(stance)
+            previous = str(self.engine.set_session(stance))
+        stances = ranks.session_stances()
+        if stances is not None and not args.quiet:
+            later = " after this cell" if self.engine.in_cell else ""
+            print(ranks.stances_line(stances, previous) + later)
 
     def _set_session(self, stance: Stance, quiet: bool) -> None:
         self._warn_skip_guard(stance)
@@ -354,6 +405,15 @@ class StanceMagics(Magics):
             )
         if args.sweep is not None and (words or args.compare):
             raise UsageError("--sweep runs every stance; give no STANCE and no --compare")
+        if args.full and not args.ranks:
+            raise UsageError("--full goes with --ranks")
+        if args.ranks:
+            from . import ranks
+
+            if args.compare or args.sweep is not None:
+                raise UsageError("--ranks goes with a plain %%stance cell, not --compare/--sweep")
+            if not ranks.process_group_ready():
+                raise UsageError(f"%%stance --ranks: {ranks.NO_GROUP}")
         ns = self._namespace(args)
         if args.sweep is not None:
             names = [n.strip() for n in args.sweep.split(",") if n.strip()] or list(
@@ -411,16 +471,34 @@ class StanceMagics(Magics):
             if not args.quiet:
                 self._pending.append((result, not args.no_plot))
             return result.value
+        measuring = self.engine.measure(
+            stance, source=cell, profile_guards=args.profile_guards, memory=args.memory
+        )
+        if args.ranks:
+            return self._cell_ranks(args, measuring, number, run)
         rep = None
         try:
-            with self.engine.measure(
-                stance, source=cell, profile_guards=args.profile_guards, memory=args.memory
-            ) as rep:
+            with measuring as rep:
                 rep.execution_count = number
                 return run()
         finally:
             if rep is not None and not args.quiet:
                 self._pending.append((rep, not args.no_plot))
+
+    def _cell_ranks(self, args: Any, measuring: Any, number: int, run: Any) -> Any:
+        """``%%stance --ranks``: measure, then gather across ranks (also when the
+        cell raised, so that no rank is left waiting; not after an interrupt)."""
+        __tracebackhide__ = True
+        from . import ranks
+
+        rep = None
+        try:
+            with ranks.gathered(measuring, "full" if args.full else "summary") as rep:
+                rep.execution_count = number
+                return run()
+        finally:
+            if rep is not None and not args.quiet:
+                self._pending.append(ranks.to_show(rep, not args.no_plot))
 
     def _compile_cell(self, cell: str, number: int) -> Any:
         """Parse and compile the cell as IPython does (raising SyntaxError now,

@@ -192,6 +192,9 @@ class CellReport:
     break_even_calls: int | None = None
     runs: dict[str, list[float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: rank 0 of a block gathered across ranks (``measure(gather=True)``,
+    #: ``%%stance --ranks``): the combined view, a :class:`stance_magic.ranks.RankReport`
+    ranks: Any = field(default=None, repr=False, compare=False)
 
     @property
     def stance_label(self) -> str:

@@ -1,0 +1,787 @@
+"""Reports across ranks: each rank's report gathered to rank 0 with torch.distributed.
+
+Opt-in: ``stance_magic.measure(..., gather=True)`` or ``%%stance --ranks``,
+inside an initialized process group (``torch.distributed.init_process_group``,
+as under ``torchrun`` or on ipyparallel engines). When the block ends, every
+rank sends rank 0 a small fixed-size summary of its report with torch's own
+``dist.gather_object`` over the default process group; ``gather="full"``
+(``%%stance --ranks --full``) sends the whole report instead. Rank 0 builds a
+:class:`RankReport`: one row per rank, and flags where the ranks diverged
+(compile or recompile counts, graph breaks, stances, a ``fail_on_recompile``
+refusal, an error) and which rank compiled longest, which every other rank
+waits for at its next collective.
+
+The gather is a collective: every rank of the group must run the block (as
+with any collective, a rank that never gets there keeps the others waiting
+until the process group's timeout). Without a process group, or without the
+flag, nothing here runs: no collective, and ``torch.distributed`` is only
+looked up in ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import html
+import pickle
+import re
+import socket
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterable, Iterator, Sequence
+
+__all__ = [
+    "RankFlag",
+    "RankReport",
+    "RankSummary",
+    "gather",
+    "process_group_ready",
+    "ranks_figure",
+    "session_stances",
+    "summarize",
+]
+
+#: Bounds of a summary, so that its size does not grow with the cell.
+MAX_REASONS = 3
+MAX_CHARS = 200
+#: Rows a combined view shows before it folds ranks that were not flagged.
+MAX_ROWS = 16
+#: Ranks drawn as bars in the chart; more are drawn as points.
+MAX_BARS = 32
+
+#: Names under which a report may carry its peak memory in bytes (the
+#: memory measurement is added separately; the column shows when present).
+PEAK_FIELDS = ("peak_bytes", "peak_memory_bytes", "memory_peak_bytes")
+
+MODES = ("summary", "full")
+
+
+def process_group_ready() -> bool:
+    """Whether this process is in an initialized ``torch.distributed`` group.
+
+    Cheap: looks ``torch.distributed`` up in ``sys.modules`` (imports nothing)
+    and asks it ``is_initialized()``.
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:
+        return False
+    try:
+        return bool(dist.is_available() and dist.is_initialized())
+    except Exception:
+        return False
+
+
+def _dist() -> Any:
+    import torch.distributed as dist
+
+    return dist
+
+
+def _cut(text: str | None, width: int = MAX_CHARS) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def peak_bytes(rep: Any) -> int | None:
+    """The report's peak memory in bytes, if the report measures memory."""
+    for name in PEAK_FIELDS:
+        value = getattr(rep, name, None)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return int(value)
+    return None
+
+
+@dataclass
+class RankSummary:
+    """What one rank sends rank 0 by default: a row of the combined view.
+
+    Bounded in size whatever the cell did: at most :data:`MAX_REASONS`
+    recompile reasons and graph breaks, each cut to :data:`MAX_CHARS`
+    characters; the set of graph breaks travels as a digest, so that ranks
+    can be compared without sending every break.
+    """
+
+    rank: int
+    host: str = ""
+    stance: str = "default"
+    execution_count: int | None = None
+    wall_s: float = 0.0
+    compile_s: float = 0.0
+    compiles: int = 0
+    backward_compiles: int = 0
+    failed_compiles: int = 0
+    recompiles: int = 0
+    #: the first recompiles, ``where: reason``
+    recompile_reasons: tuple[str, ...] = ()
+    graph_breaks: int = 0
+    #: a digest of the graph-break set (kind, line, source; no file paths,
+    #: which differ between processes for notebook cells)
+    break_digest: str = ""
+    break_samples: tuple[str, ...] = ()
+    compiled_calls: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    guard_s: float | None = None
+    guard_count: int = 0
+    eager_fallbacks: int = 0
+    refused_recompiles: int = 0
+    refused_guard: str = ""
+    error: str = ""
+    peak_bytes: int | None = None
+
+    def to_wire(self) -> tuple[Any, ...]:
+        """A plain tuple (no field names, no class): what is pickled and sent."""
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+    @classmethod
+    def from_wire(cls, wire: Sequence[Any]) -> RankSummary:
+        return cls(*wire)
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.refused_recompiles or self.refused_guard)
+
+
+def _break_key(g: Any) -> str:
+    return f"{g.summary}|{g.line}|{g.source}"
+
+
+def summarize(rep: Any, rank: int, host: str | None = None) -> RankSummary:
+    """The fixed-size summary of a :class:`~stance_magic.report.CellReport`."""
+    details = list(getattr(rep, "recompile_details", []) or [])
+    reasons = tuple(_cut(f"{r.where}: {r}") for r in details[:MAX_REASONS])
+    breaks = list(getattr(rep, "graph_break_details", []) or [])
+    keys = sorted(f"{_break_key(g)}|{g.count}" for g in breaks)
+    digest = hashlib.blake2b("\n".join(keys).encode(), digest_size=8).hexdigest() if keys else ""
+    guards = list(getattr(rep, "refused_guards", []) or [])
+    return RankSummary(
+        rank=rank,
+        host=_cut(socket.gethostname() if host is None else host, 64),
+        stance=rep.stance_label,
+        execution_count=rep.execution_count,
+        wall_s=rep.wall_s,
+        compile_s=rep.compile_s,
+        compiles=rep.compiles,
+        backward_compiles=rep.backward_compiles,
+        failed_compiles=rep.failed_compiles,
+        recompiles=len(rep.recompiles),
+        recompile_reasons=reasons,
+        graph_breaks=sum(g.count for g in breaks),
+        break_digest=digest,
+        break_samples=tuple(_cut(f"{g.count}× {g}") for g in breaks[:MAX_REASONS]),
+        compiled_calls=rep.compiled_calls,
+        cache_hits=rep.cache_hits,
+        cache_misses=rep.cache_misses,
+        guard_s=rep.guard_s,
+        guard_count=rep.guard_count,
+        eager_fallbacks=rep.eager_fallbacks,
+        refused_recompiles=rep.refused_recompiles,
+        refused_guard=_cut(guards[0]) if guards else "",
+        error=_cut(rep.error),
+        peak_bytes=peak_bytes(rep),
+    )
+
+
+@dataclass
+class RankFlag:
+    """One finding across ranks: where they diverged, or the slowest compile."""
+
+    kind: str  # stance, compiles, recompiles, graph_breaks, refused, error, slowest
+    ranks: list[int]
+    message: str
+    #: False for a plain fact (the slowest compile), True where ranks differ
+    divergence: bool = True
+
+
+@dataclass
+class RankReport:
+    """Every rank's report of one measured block, combined on rank 0.
+
+    ``rows`` has one :class:`RankSummary` per rank (rank order); ``reports``
+    holds every rank's full :class:`~stance_magic.report.CellReport` when
+    they were gathered in full (``gather="full"``), else None. ``flags`` say
+    where the ranks diverged. ``gather_s`` is the time rank 0 spent in the
+    gather, waiting for the last rank to finish the block included;
+    ``payload_bytes`` is the size of what rank 0 itself sent.
+    """
+
+    world_size: int
+    rows: list[RankSummary]
+    mode: str = "summary"
+    reports: list[Any] | None = None
+    flags: list[RankFlag] = field(default_factory=list)
+    gather_s: float = 0.0
+    payload_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.flags:
+            self.flags = divergence_flags(self.rows)
+
+    @property
+    def execution_count(self) -> int | None:
+        return self.rows[0].execution_count if self.rows else None
+
+    @property
+    def divergent(self) -> list[RankFlag]:
+        """The flags where ranks differ (the slowest compile is not one)."""
+        return [f for f in self.flags if f.divergence]
+
+    @property
+    def flagged_ranks(self) -> list[int]:
+        return sorted({r for f in self.divergent for r in f.ranks})
+
+    @property
+    def compiled_anything(self) -> bool:
+        return any(r.compiles or r.backward_compiles for r in self.rows) or bool(self.divergent)
+
+    def row(self, rank: int) -> RankSummary:
+        return self.rows[rank]
+
+    def figure(self) -> Any:
+        """Compile, guard evaluation and execution per rank, divergent ranks in red."""
+        return ranks_figure(self)
+
+    def __str__(self) -> str:
+        return ranks_text(self)
+
+    def _repr_html_(self) -> str:
+        return ranks_html(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+
+# -- divergence -----------------------------------------------------------------
+
+
+def rank_set(ranks: Iterable[int]) -> str:
+    """``rank 3`` / ``ranks 0-2, 5``: consecutive ranks as ranges."""
+    rs = sorted(set(ranks))
+    if len(rs) == 1:
+        return f"rank {rs[0]}"
+    parts: list[str] = []
+    start = prev = rs[0] if rs else 0
+    for r in [*rs[1:], None]:
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if r is not None:
+            start = prev = r
+    return "ranks " + ", ".join(parts)
+
+
+def _groups(rows: Sequence[RankSummary], key: Any) -> list[tuple[Any, list[int]]]:
+    """Ranks grouped by ``key(row)``; the largest group first (ties: the
+    group with the lowest rank), so the others are the odd ones out."""
+    groups: dict[Any, list[int]] = {}
+    for r in rows:
+        groups.setdefault(key(r), []).append(r.rank)
+    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
+
+
+def _split(groups: list[tuple[Any, list[int]]]) -> list[int]:
+    return sorted(r for _, ranks in groups[1:] for r in ranks)
+
+
+def _by_group(groups: list[tuple[Any, list[int]]], fmt: Any) -> str:
+    return "; ".join(f"{fmt(value)} on {rank_set(ranks)}" for value, ranks in groups)
+
+
+def _examples(rows: Sequence[RankSummary], ranks: list[int], get: Any, limit: int = 3) -> str:
+    """``rank 1: <first item>`` for the first few odd ranks that have one."""
+    by_rank = {r.rank: r for r in rows}
+    out = []
+    for rank in ranks:
+        items = get(by_rank[rank])
+        if items:
+            out.append(f"rank {rank}: {items[0]}")
+        if len(out) == limit:
+            break
+    return "; ".join(out)
+
+
+def divergence_flags(rows: Sequence[RankSummary]) -> list[RankFlag]:
+    """Where the ranks' summaries differ, and the slowest compile."""
+    flags: list[RankFlag] = []
+    if not rows:
+        return flags
+    g = _groups(rows, lambda r: r.stance)
+    if len(g) > 1:
+        flags.append(
+            RankFlag(
+                "stance",
+                _split(g),
+                f"ranks ran under different stances: {_by_group(g, str)}",
+            )
+        )
+    g = _groups(rows, lambda r: r.compiles)
+    if len(g) > 1:
+        flags.append(
+            RankFlag(
+                "compiles",
+                _split(g),
+                f"compile counts differ: {_by_group(g, str)}",
+            )
+        )
+    g = _groups(rows, lambda r: r.recompiles)
+    if len(g) > 1:
+        odd = _split(g)
+        why = _examples(rows, odd, lambda r: r.recompile_reasons) or _examples(
+            rows, [rk for _, rks in g for rk in rks], lambda r: r.recompile_reasons
+        )
+        flags.append(
+            RankFlag(
+                "recompiles",
+                odd,
+                f"recompile counts differ: {_by_group(g, str)}" + (f" ({why})" if why else ""),
+            )
+        )
+    g = _groups(rows, lambda r: r.break_digest)
+    if len(g) > 1:
+        odd = _split(g)
+        counts = {r.rank: r.graph_breaks for r in rows}
+        what = _by_group(g, lambda d: "none" if not d else "a set of breaks")
+        if all(len({counts[r] for r in ranks}) == 1 for _, ranks in g):
+            what = _by_group(
+                [(counts[ranks[0]], ranks) for _, ranks in g], lambda n: f"{n} break(s)"
+            )
+        why = _examples(rows, odd, lambda r: r.break_samples) or _examples(
+            rows, [rk for _, rks in g for rk in rks], lambda r: r.break_samples
+        )
+        flags.append(
+            RankFlag(
+                "graph_breaks",
+                odd,
+                f"graph breaks differ: {what}" + (f" ({why})" if why else ""),
+            )
+        )
+    refused = [r for r in rows if r.refused]
+    for guard, ranks in _groups(refused, lambda r: r.refused_guard):
+        text = f"{rank_set(ranks)} refused to recompile under fail_on_recompile"
+        text += f"; guard that failed: {guard}" if guard else ""
+        flags.append(RankFlag("refused", ranks, text))
+    errors = [r for r in rows if r.error and not r.refused]
+    for err, ranks in _groups(errors, lambda r: r.error):
+        flags.append(
+            RankFlag("error", ranks, f"{rank_set(ranks)} raised {err}", len(ranks) < len(rows))
+        )
+    compiled = [r for r in rows if r.compile_s > 0]
+    if compiled and len(rows) > 1:
+        slow = max(compiled, key=lambda r: r.compile_s)
+        others = sorted(r.compile_s for r in rows if r.rank != slow.rank)
+        from .render import fmt_s
+
+        if len(others) == 1:
+            other = next(r for r in rows if r.rank != slow.rank)
+            rest = f"rank {other.rank}: {fmt_s(other.compile_s)}"
+        else:
+            rest = f"the others: {fmt_s(others[0])} to {fmt_s(others[-1])}, median " + fmt_s(
+                others[len(others) // 2]
+            )
+        flags.append(
+            RankFlag(
+                "slowest",
+                [slow.rank],
+                f"slowest compile: rank {slow.rank}, {fmt_s(slow.compile_s)}, which every other "
+                f"rank waits for at its next collective ({rest})",
+                divergence=False,
+            )
+        )
+    return flags
+
+
+# -- gathering --------------------------------------------------------------------
+
+
+def _check_mode(mode: Any) -> str:
+    if mode is True:
+        return "summary"
+    if mode in MODES:
+        return str(mode)
+    raise ValueError(f"gather must be True, 'summary' or 'full', not {mode!r}")
+
+
+def gather(rep: Any, mode: Any = "summary") -> RankReport | None:
+    """Gather every rank's report of one block to rank 0 (a collective).
+
+    Every rank of the default process group must call it. Rank 0 gets the
+    :class:`RankReport` (also set as ``rep.ranks``); every other rank gets
+    None, and a note on its own report. ``mode`` is ``"summary"`` (a
+    fixed-size :class:`RankSummary` per rank) or ``"full"`` (every rank's
+    whole report too).
+
+    Examples
+    --------
+    Under ``torchrun --nproc-per-node 2``, on every rank::
+
+        >>> with stance_magic.measure(gather=True) as rep:
+        ...     y = cmodel(x)
+        >>> if rep.ranks is not None:   # rank 0
+        ...     print(rep.ranks)
+    """
+    mode = _check_mode(mode)
+    dist = _dist()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    summary = summarize(rep, rank)
+    payload: Any = summary.to_wire()
+    if mode == "full":
+        payload = (payload, rep)
+    out: list[Any] | None = [None] * world if rank == 0 else None
+    t0 = time.perf_counter()
+    dist.gather_object(payload, out, dst=0)
+    gather_s = time.perf_counter() - t0
+    if rank != 0:
+        rep.notes.append(
+            f"rank {rank} of {world}: this rank's {'report' if mode == 'full' else 'summary'} "
+            "went to rank 0, which shows the combined view of all ranks"
+        )
+        return None
+    assert out is not None
+    size = len(pickle.dumps(payload))  # what rank 0 sent (torch pickles it the same way)
+    if mode == "full":
+        rows = [RankSummary.from_wire(w) for w, _ in out]
+        reports = [r for _, r in out]
+        reports[0] = rep
+    else:
+        rows = [RankSummary.from_wire(w) for w in out]
+        reports = None
+    view = RankReport(
+        world_size=world,
+        rows=rows,
+        mode=mode,
+        reports=reports,
+        gather_s=gather_s,
+        payload_bytes=size,
+    )
+    rep.ranks = view
+    return view
+
+
+NO_GROUP = (
+    "no torch.distributed process group in this process (call "
+    "torch.distributed.init_process_group on every rank first, or run under torchrun)"
+)
+
+
+@contextlib.contextmanager
+def gathered(measuring: Any, mode: Any = True) -> Iterator[Any]:
+    """Wrap a measuring context (``Engine.measure``) so that its report is
+    gathered across ranks when the block ends (:func:`gather`).
+
+    The gather also runs when the block raised (a ``fail_on_recompile``
+    refusal on one rank), so that the other ranks are not left waiting; the
+    exception then propagates unchanged. After a KeyboardInterrupt (or any
+    other BaseException) nothing is gathered: an interrupt is never held up.
+    Without a process group this warns once and measures this process alone.
+    """
+    mode = _check_mode(mode)
+    if not process_group_ready():
+        warnings.warn(f"stance_magic: gather ignored: {NO_GROUP}", RuntimeWarning, stacklevel=3)
+        with measuring as rep:
+            yield rep
+        return
+    rep = None
+    try:
+        with measuring as rep:
+            yield rep
+    except Exception:
+        if rep is not None:
+            gather(rep, mode)
+        raise
+    if rep is not None:
+        gather(rep, mode)
+
+
+def session_stances(stance: Any = None) -> list[str] | None:
+    """Every rank's session stance, on rank 0 (a collective; None elsewhere).
+
+    ``stance`` is this rank's (default: the engine's session stance).
+    ``%stance NAME --ranks`` sets the stance and then calls this, so that
+    rank 0 can say whether all ranks agree.
+    """
+    if stance is None:
+        from .engine import get_engine
+
+        stance = get_engine().session
+    dist = _dist()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    out: list[Any] | None = [None] * world if rank == 0 else None
+    dist.gather_object(str(stance), out, dst=0)
+    return out
+
+
+def stances_line(stances: Sequence[str], previous: str | None = None) -> str:
+    """One line about every rank's session stance."""
+    groups = _groups(
+        [RankSummary(rank=i, stance=s) for i, s in enumerate(stances)], lambda r: r.stance
+    )
+    was = f" (was: {previous} on rank 0)" if previous is not None else ""
+    if len(groups) == 1:
+        n = len(stances)
+        return f"session stance: {stances[0]} on all {n} rank{'s' if n != 1 else ''}{was}"
+    return f"session stances differ across ranks: {_by_group(groups, str)}{was}"
+
+
+# -- rendering --------------------------------------------------------------------
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "n/a"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _columns(view: RankReport) -> list[tuple[str, Any]]:
+    from .render import fmt_s, shorten
+
+    cols: list[tuple[str, Any]] = [("rank", lambda r: str(r.rank))]
+    if len({r.host for r in view.rows}) > 1:
+        cols.append(("host", lambda r: r.host))
+    cols += [
+        ("stance", lambda r: r.stance),
+        ("wall", lambda r: fmt_s(r.wall_s)),
+        ("compile", lambda r: fmt_s(r.compile_s)),
+        ("compiles", lambda r: str(r.compiles)),
+        ("recompiles", lambda r: str(r.recompiles)),
+        ("breaks", lambda r: str(r.graph_breaks)),
+        ("hits/misses", lambda r: f"{r.cache_hits}/{r.cache_misses}"),
+        ("guards", lambda r: fmt_s(r.guard_s)),
+    ]
+    if any(r.peak_bytes is not None for r in view.rows):
+        cols.append(("peak memory", lambda r: fmt_bytes(r.peak_bytes)))
+    if any(r.refused for r in view.rows):
+        cols.append(("refused", lambda r: str(r.refused_recompiles)))
+    if any(r.error for r in view.rows):
+        cols.append(("error", lambda r: shorten(r.error, 48)))
+    return cols
+
+
+def shown_rows(view: RankReport) -> list[RankSummary]:
+    """The rows a view shows: all of them up to :data:`MAX_ROWS`; beyond, rank 0,
+    the flagged ranks and the slowest compile, up to :data:`MAX_ROWS`."""
+    if len(view.rows) <= MAX_ROWS:
+        return list(view.rows)
+    keep = {0} | {r for f in view.flags for r in f.ranks}
+    return [view.rows[r] for r in sorted(keep)[:MAX_ROWS]]
+
+
+def _title(view: RankReport) -> str:
+    n = view.execution_count
+    which = f", In [{n}] on rank 0" if n is not None else ""
+    return f"stance_magic across {view.world_size} ranks{which}"
+
+
+def _gather_line(view: RankReport) -> str:
+    from .render import fmt_s
+
+    what = "full reports" if view.mode == "full" else "summaries"
+    return (
+        f"gathered {what} with torch.distributed.gather_object in {fmt_s(view.gather_s)} at "
+        f"rank 0 (waiting for the last rank included); rank 0 sent {fmt_bytes(view.payload_bytes)}"
+    )
+
+
+def _folded(view: RankReport, shown: list[RankSummary]) -> str:
+    n = len(view.rows) - len(shown)
+    return (
+        f"… {n} more rank{'s' if n != 1 else ''} not flagged (all rows: "
+        "stance_magic.history()[-1].ranks.rows)"
+        if n
+        else ""
+    )
+
+
+def _flag_lines(view: RankReport) -> list[str]:
+    if not view.divergent:
+        if view.world_size > 1:
+            head = [
+                "no divergence: every rank ran the same stance and compiled, recompiled "
+                "and broke its graphs alike"
+            ]
+        else:
+            head = ["one rank: nothing to compare"]
+    else:
+        head = [f"DIVERGED: {f.message}" for f in view.divergent]
+    return head + [f.message for f in view.flags if not f.divergence]
+
+
+def ranks_text(view: RankReport) -> str:
+    from .render import text_table
+
+    cols = _columns(view)
+    shown = shown_rows(view)
+    body = [[get(r) for _, get in cols] for r in shown]
+    out = [_title(view), text_table([h for h, _ in cols], body, indent="  ")]
+    folded = _folded(view, shown)
+    if folded:
+        out.append("  " + folded)
+    out += [f"  {line}" for line in _flag_lines(view)]
+    out.append(f"  note: {_gather_line(view)}")
+    if view.mode == "full" and view.reports:
+        for rank, rep in enumerate(view.reports):
+            out.append(f"\n--- rank {rank} ---\n{rep}")
+    return "\n".join(out)
+
+
+def ranks_html(view: RankReport) -> str:
+    from .render import CSS, report_html
+
+    e = html.escape
+    cols = _columns(view)
+    shown = shown_rows(view)
+    flagged = set(view.flagged_ranks)
+    head = "".join(f"<th>{e(h)}</th>" for h, _ in cols)
+    body = "".join(
+        ('<tr class="sm-err">' if r.rank in flagged else "<tr>")
+        + "".join(f"<td>{e(get(r))}</td>" for _, get in cols)
+        + "</tr>"
+        for r in shown
+    )
+    table = (
+        f'{CSS}<div style="overflow-x:auto"><table class="sm-report sm-table">'
+        f"<caption>{e(_title(view))}</caption><tr>{head}</tr>{body}</table></div>"
+    )
+    items = []
+    folded = _folded(view, shown)
+    if folded:
+        items.append(f"<li>{e(folded)}</li>")
+    for line in _flag_lines(view):
+        if line.startswith("DIVERGED: "):
+            items.append(f'<li class="sm-err"><b>diverged</b>: {e(line[len("DIVERGED: ") :])}</li>')
+        else:
+            items.append(f"<li>{e(line)}</li>")
+    items.append(f"<li><i>{e(_gather_line(view))}</i></li>")
+    parts = [
+        table,
+        f'<ul class="sm-ranks" style="margin:2px 0 6px;font-size:12px">{"".join(items)}</ul>',
+    ]
+    if view.mode == "full" and view.reports:
+        for rank, rep in enumerate(view.reports):
+            parts.append(
+                f"<details><summary>rank {rank}: full report</summary>{report_html(rep)}</details>"
+            )
+    return "".join(parts)
+
+
+class RankNote:
+    """What a rank other than 0 shows after a gathered cell: one line."""
+
+    def __init__(self, rep: Any, rank: int, world: int) -> None:
+        self.rep = rep
+        self.text = (
+            f"stance_magic: rank {rank} of {world}: {rep.compiles} compile(s), "
+            f"{len(rep.recompiles)} recompile(s)"
+            + (f", {_cut(rep.error, 80)}" if rep.error else "")
+            + "; the combined view is on rank 0 (this rank's report: stance_magic.history()[-1])"
+        )
+        self.compiled_anything = False
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return (
+            '<div class="sm-notice" style="font-size:12px;color:#555;margin:2px 0">'
+            f"{html.escape(self.text)}</div>"
+        )
+
+
+def to_show(rep: Any, plot: bool) -> tuple[Any, bool]:
+    """What a cell gathered across ranks displays, with whether to chart it:
+    rank 0 the combined view, another rank one line, an interrupted cell
+    (nothing gathered) its own report."""
+    if rep.ranks is not None:
+        return rep.ranks, plot
+    if any(_RANK_NOTE.match(n) for n in rep.notes) and process_group_ready():
+        dist = _dist()
+        return RankNote(rep, dist.get_rank(), dist.get_world_size()), False
+    return rep, plot
+
+
+_RANK_NOTE = re.compile(r"rank \d+ of \d+: ")
+
+
+# -- chart ------------------------------------------------------------------------
+
+
+def ranks_figure(view: RankReport) -> Any:
+    """One bar per rank (compile, guard evaluation, execution), flagged ranks in
+    red, a dashed line at the slowest compile; over :data:`MAX_BARS` ranks,
+    compile time per rank as points."""
+    from .plots import COLORS, _figure, _legend, _stacked, _unit
+    from .render import fmt_s
+
+    rows = view.rows
+    flagged = set(view.flagged_ranks)
+    slowest = max(rows, key=lambda r: r.compile_s) if rows else None
+    if len(rows) > MAX_BARS:
+        scale, unit = _unit(max([r.compile_s for r in rows] + [1e-9]))
+        fig = _figure(2.8)
+        ax = fig.add_subplot()
+        x = [r.rank for r in rows]
+        y = [r.compile_s * scale for r in rows]
+        colors = ["#b00020" if r.rank in flagged else COLORS["compile"] for r in rows]
+        ax.scatter(x, y, s=8, c=colors)
+        ax.set_xlabel("rank")
+        ax.set_ylabel(f"compile ({unit})")
+        ax.grid(alpha=0.3)
+        ax.set_title(
+            f"{view.world_size} ranks: compile time per rank (red: diverged)",
+            fontsize=10,
+            loc="left",
+        )
+        return fig
+    scale, unit = _unit(max([r.wall_s for r in rows] + [1e-9]))
+    labels = [f"rank {r.rank}" + (" !" if r.rank in flagged else "") for r in rows]
+    fig = _figure(1.2 + 0.42 * len(rows))
+    ax = fig.add_subplot()
+    _stacked(
+        ax,
+        labels,
+        [
+            ("compile", COLORS["compile"], [r.compile_s * scale for r in rows]),
+            ("guard evaluation", COLORS["guard"], [(r.guard_s or 0.0) * scale for r in rows]),
+            (
+                "execution",
+                COLORS["run"],
+                [max(r.wall_s - r.compile_s - (r.guard_s or 0.0), 0.0) * scale for r in rows],
+            ),
+        ],
+    )
+    for tick, r in zip(ax.get_yticklabels(), rows):
+        if r.rank in flagged:
+            tick.set_color("#b00020")
+    for i, r in enumerate(rows):
+        bits = [f"{r.compiles} compile{'s' if r.compiles != 1 else ''}"]
+        if r.recompiles:
+            bits.append(f"{r.recompiles} recompile{'s' if r.recompiles != 1 else ''}")
+        if r.graph_breaks:
+            bits.append(f"{r.graph_breaks} break{'s' if r.graph_breaks != 1 else ''}")
+        if r.refused:
+            bits.append("refused a recompile")
+        elif r.error:
+            bits.append("error")
+        ax.text(
+            r.wall_s * scale, i, "  " + ", ".join(bits), va="center", fontsize=7.5, color="#333333"
+        )
+    if slowest is not None and slowest.compile_s > 0 and len(rows) > 1:
+        ax.axvline(slowest.compile_s * scale, color="#b00020", ls="--", lw=1)
+        title = (
+            f"slowest compile: rank {slowest.rank}, {fmt_s(slowest.compile_s)} "
+            "(dashed line: the other ranks wait for it)"
+        )
+    else:
+        title = f"{view.world_size} ranks"
+    if flagged:
+        title += "; red, !: diverged"
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_xlabel(f"wall time of the block on each rank ({unit})")
+    ax.set_xlim(0, max(r.wall_s for r in rows) * scale * 1.7 or 1.0)
+    _legend(ax)
+    return fig
