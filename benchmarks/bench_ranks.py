@@ -64,7 +64,7 @@ def _fmt_s(s: float | None) -> str:
 
 
 def _fmt_b(n: float) -> str:
-    from stance_magic.ranks import fmt_bytes
+    from stance_magic.render import fmt_bytes
 
     return fmt_bytes(int(n))
 

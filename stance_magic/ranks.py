@@ -51,10 +51,6 @@ MAX_ROWS = 16
 #: Ranks drawn as bars in the chart; more are drawn as points.
 MAX_BARS = 32
 
-#: Names under which a report may carry its peak memory in bytes (the
-#: memory measurement is added separately; the column shows when present).
-PEAK_FIELDS = ("peak_bytes", "peak_memory_bytes", "memory_peak_bytes")
-
 MODES = ("summary", "full")
 
 
@@ -82,15 +78,6 @@ def _dist() -> Any:
 def _cut(text: str | None, width: int = MAX_CHARS) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def peak_bytes(rep: Any) -> int | None:
-    """The report's peak memory in bytes, if the report measures memory."""
-    for name in PEAK_FIELDS:
-        value = getattr(rep, name, None)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(value)
-    return None
 
 
 @dataclass
@@ -180,7 +167,7 @@ def summarize(rep: Any, rank: int, host: str | None = None) -> RankSummary:
         refused_recompiles=rep.refused_recompiles,
         refused_guard=_cut(guards[0]) if guards else "",
         error=_cut(rep.error),
-        peak_bytes=peak_bytes(rep),
+        peak_bytes=rep.peak_bytes,
     )
 
 
@@ -528,17 +515,8 @@ def stances_line(stances: Sequence[str], previous: str | None = None) -> str:
 # -- rendering --------------------------------------------------------------------
 
 
-def fmt_bytes(n: int | None) -> str:
-    if n is None:
-        return "n/a"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
 def _columns(view: RankReport) -> list[tuple[str, Any]]:
-    from .render import fmt_s, shorten
+    from .render import fmt_bytes, fmt_s, shorten
 
     cols: list[tuple[str, Any]] = [("rank", lambda r: str(r.rank))]
     if len({r.host for r in view.rows}) > 1:
@@ -578,7 +556,7 @@ def _title(view: RankReport) -> str:
 
 
 def _gather_line(view: RankReport) -> str:
-    from .render import fmt_s
+    from .render import fmt_bytes, fmt_s
 
     what = "full reports" if view.mode == "full" else "summaries"
     return (
