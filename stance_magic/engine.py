@@ -26,6 +26,8 @@ __all__ = [
     "TorchSupportError",
     "current_stance",
     "get_engine",
+    "reset_note",
+    "stance_text",
     "supported_stances",
 ]
 
@@ -88,6 +90,50 @@ class Stance:
         }
 
 
+def stance_text(
+    name: str, skip_guard_eval_unsafe: bool = False, backend: str | Callable[..., Any] | None = None
+) -> str:
+    """A stance in the one notation every view uses (``%stance``, the panel,
+    the history chart): what :class:`Stance` prints.
+
+    Examples
+    --------
+    >>> stance_text("default", True, "eager")
+    'default (backend=eager, skip_guard_eval_unsafe)'
+    """
+    return str(Stance(name, skip_guard_eval_unsafe, backend))
+
+
+def reset_note(session: Stance) -> str:
+    """What ``torch.compiler.reset()`` means for the next call under ``session``.
+
+    Under ``skip_guard_eval_unsafe`` torch refuses to compile anything, so
+    after a reset the next call of a compiled function raises, unless the
+    stance runs everything eagerly.
+
+    Examples
+    --------
+    >>> reset_note(Stance("default"))
+    'compiled code forgotten (torch.compiler.reset()); history kept'
+    """
+    done = "compiled code forgotten (torch.compiler.reset())"
+    if not session.skip_guard_eval_unsafe:
+        return f"{done}; history kept"
+    if session.name == "force_eager":
+        return (
+            f"{done}: under force_eager calls run eagerly, but once the stance compiles "
+            "again with skip_guard_eval_unsafe on, the first call of a compiled function "
+            "raises (torch: Recompilation triggered with skip_guard_eval_unsafe stance); "
+            "history kept"
+        )
+    return (
+        f"{done}, but skip_guard_eval_unsafe is on and torch refuses to compile under it: "
+        "the next call of a compiled function raises RuntimeError (Recompilation "
+        "triggered with skip_guard_eval_unsafe stance). Turn skip_guard_eval_unsafe off, "
+        "run the model to warm it up, then turn it on again; history kept"
+    )
+
+
 def supported_stances() -> tuple[str, ...]:
     """Stance names the installed torch accepts.
 
@@ -118,9 +164,15 @@ def resolve_backend(
         raise StanceError(f"backend must be a name or a callable, not {type(backend).__name__}")
     names = probe.list_backends()
     if backend in names:
+        problem = probe.backend_problem(backend)
+        if problem:
+            usable = ", ".join(probe.usable_backends())
+            raise StanceError(
+                f"backend {backend!r} cannot run here: {problem}; usable here: {usable}"
+            )
         return backend
     # Test-only and minifier backends are valid but not worth offering.
-    offered = [n for n in names if "TESTING_ONLY" not in n and "minifier" not in n]
+    offered = [n for n in names if not probe.is_test_backend(n)]
     if namespace is not None and backend in namespace:
         obj = namespace[backend]
         if callable(obj):
@@ -214,10 +266,11 @@ class Engine:
     when a cell starts under a stance, ``("report", CellReport)``,
     ``("watch", bool)``, ``("reset", None)``, ``("undone", (Stance, Stance))``
     when a block under :meth:`applied` set a stance of its own that was then
-    replaced by the one from before the block, and ``("unrestored", (Stance,
+    replaced by the one from before the block, ``("unrestored", (Stance,
     Exception))`` when torch refused to take the stance from before the block
     back: that stance stays the session stance and is applied again by
-    :meth:`retry_restore` (the magics call it before every cell).
+    :meth:`retry_restore` (the magics call it before every cell), and
+    ``("note", str)`` from :meth:`announce`.
     """
 
     def __init__(self) -> None:
@@ -244,6 +297,11 @@ class Engine:
     def unobserve(self, fn: Callable[[str, Any], None]) -> None:
         while fn in self._listeners:
             self._listeners.remove(fn)
+
+    def announce(self, text: str) -> None:
+        """Tell every front end something it should show (a ``("note", text)``
+        event): a panel uses it so that all open panels say the same thing."""
+        self._emit("note", text)
 
     def _emit(self, event: str, value: Any) -> None:
         for fn in list(self._listeners):

@@ -22,6 +22,7 @@ from .engine import (
     TorchSupportError,
     get_engine,
     make_stance,
+    reset_note,
     supported_stances,
 )
 
@@ -367,7 +368,7 @@ class StanceMagics(Magics):
             raise UsageError(f"%stance reset: unexpected word {rest[0]!r}")
         self.engine.reset_compiled_code()
         if not args.quiet:
-            print("compiled code forgotten (torch.compiler.reset()); history kept")
+            print(reset_note(self.engine.session))
 
     def _cmd_panel(self, args: Any, rest: list[str]) -> Any:
         if rest:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Sequence
 
+from .engine import stance_text
 from .report import PHASE_LABELS, PHASES, CellReport, first_line
 
 
@@ -35,12 +36,7 @@ def fmt_bytes(n: float | None, signed: bool = False) -> str:
 
 
 def _stance_line(rep: CellReport) -> str:
-    bits = [rep.stance]
-    if rep.backend:
-        bits.append(f"backend={rep.backend}")
-    if rep.skip_guard_eval_unsafe:
-        bits.append("skip_guard_eval_unsafe")
-    return ", ".join(bits)
+    return stance_text(rep.stance, rep.skip_guard_eval_unsafe, rep.backend)
 
 
 def _breakdown(rep: CellReport) -> str:
@@ -167,12 +163,13 @@ CSS = (
     "<style>.sm-report.sm-report{border-collapse:collapse;font-size:12px;margin:4px 0;"
     "table-layout:auto;width:auto}"
     ".sm-report.sm-report td,.sm-report.sm-report th{padding:2px 8px;text-align:left;"
-    "vertical-align:top;border-bottom:1px solid #e0e0e0;white-space:nowrap}"
+    "vertical-align:top;border-bottom:1px solid var(--jp-border-color2,#e0e0e0);"
+    "white-space:nowrap}"
     ".sm-report.sm-report li,.sm-report.sm-report td.sm-err,"
     ".sm-table.sm-table td:last-child{white-space:normal;min-width:12em}"
     ".sm-report.sm-report th{font-weight:600}"
     ".sm-report ul{margin:0;padding-left:16px}.sm-report caption{text-align:left;"
-    "font-weight:600;padding-bottom:2px}.sm-err{color:#b00020}</style>"
+    "font-weight:600;padding-bottom:2px}.sm-err{color:var(--jp-error-color1,#b00020)}</style>"
 )
 
 
