@@ -227,58 +227,306 @@ def sweep_figure(result: Any) -> Any:
     return fig
 
 
-def history_figure(reports: Sequence[Any]) -> Any:
-    """The session across cells: compile time, guard cost, recompiles, cache hits."""
-    reps = list(reports)
-    fig = _figure(5.4)
-    axes = fig.subplots(4, 1, sharex=True)
-    if not reps:
-        axes[0].text(0.5, 0.5, "no measured cells yet", ha="center", va="center")
-        for ax in axes:
-            ax.set_axis_off()
-        return fig
-    x = list(range(len(reps)))
-    comp = [r.compile_s for r in reps]
-    guard = [r.guard_s or 0.0 for r in reps]
-    cscale, cunit = _unit(max([*comp, 1e-9]))
-    gscale, gunit = _unit(max([*guard, 1e-9]))
-    ax = axes[0]
-    ax.bar(x, [v * cscale for v in comp], 0.6, color=COLORS["compile"])
-    ax.set_ylabel(f"compile ({cunit})")
-    ax.set_title("session history: one bar per measured cell", fontsize=10, loc="left")
-    ax = axes[1]
-    ax.bar(x, [v * gscale for v in guard], 0.6, color=COLORS["guard"])
-    ax.set_ylabel(f"guards ({gunit})")
-    from matplotlib.ticker import MaxNLocator
+#: The history chart is drawn at the pixel size it is shown at (the panel
+#: shows it unscaled), so its 8-9 pt text stays legible.
+HISTORY_WIDTH_PX = 720
+HISTORY_HEIGHT_PX = 280
+#: Horizontal room per cell: a tick label ``In [123]`` at 8 pt and the
+#: figures above its bar fit without overlapping their neighbours.
+SLOT_PX = 48
+_LEFT_PX, _RIGHT_PX = 58, 14
 
-    for ax, values, color, label in (
-        (axes[2], [len(r.recompiles) for r in reps], "#e7298a", "recompiles"),
-        (axes[3], [r.cache_hits for r in reps], COLORS["run"], "cache hits"),
+#: Text on a transparent chart: dark enough on white, and the panel's CSS
+#: inverts the image in a dark theme.
+INK = "#222222"
+INK_SOFT = "#555555"
+FAIL = "#c62828"
+RECOMPILE = "#c2185b"
+STANCE_TINTS = ("#dde7f3", "#f3e3d3", "#dcefe4", "#ece0f2", "#f2eccd", "#e3e3e3")
+
+
+def cell_label(rep: Any) -> str:
+    """How the chart and the panel name a measured cell: IPython's ``In [M]``
+    when the report knows it, else its place in the history (``cell 3``)."""
+    number = getattr(rep, "execution_count", None)
+    return f"In [{number}]" if number else f"cell {rep.index}"
+
+
+def changed_something(rep: Any, previous: Any = None) -> bool:
+    """Whether a measured cell changed what torch.compile holds or does:
+    it compiled, recompiled, missed the cache, broke the graph, fell back,
+    failed, or ran under another stance than the measured cell before it.
+    A cell that only ran warm compiled code (cache hits) did not."""
+    if (
+        rep.compiles
+        or rep.backward_compiles
+        or rep.recompiles
+        or rep.cache_misses
+        or rep.graph_breaks
+        or rep.eager_fallbacks
+        or rep.refused_recompiles
+        or rep.eager_first_calls
+        or rep.error
     ):
-        ax.bar(x, values, 0.6, color=color)
-        ax.set_ylabel(label)
-        ax.yaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
-    for a in axes:
-        a.grid(axis="y", alpha=0.3)
-        a.set_axisbelow(True)
-        if not any(p.get_height() for p in a.patches):
-            a.set_ylim(0, 1)
-            a.set_yticks([])
-            a.text(
+        return True
+    if previous is None:
+        return False
+    return (rep.stance, rep.skip_guard_eval_unsafe, rep.backend) != (
+        previous.stance,
+        previous.skip_guard_eval_unsafe,
+        previous.backend,
+    )
+
+
+def history_capacity(width_px: int = HISTORY_WIDTH_PX) -> int:
+    """How many cells fit side by side in a history chart ``width_px`` wide."""
+    return max(1, (width_px - _LEFT_PX - _RIGHT_PX) // SLOT_PX)
+
+
+def history_cells(reports: Sequence[Any], limit: int | None = None) -> tuple[list[Any], int]:
+    """The cells the history chart shows: the last ``limit`` that changed
+    something (see :func:`changed_something`), oldest first, and how many
+    such cells there are in all. Scans from the newest back."""
+    limit = history_capacity() if limit is None else limit
+    shown: list[Any] = []
+    total = 0
+    n = len(reports)
+    for i in range(n - 1, -1, -1):
+        rep = reports[i]
+        if changed_something(rep, reports[i - 1] if i else None):
+            total += 1
+            if len(shown) < limit:
+                shown.append(rep)
+    shown.reverse()
+    return shown, total
+
+
+def _char_px(size_pt: float) -> float:
+    """The average width of a character of DejaVu Sans (about 0.6 em), in pixels."""
+    return size_pt * DPI / 72 * 0.6
+
+
+def _fit(text: str, px: float, size_pt: float) -> str:
+    """``text`` shortened with … to about ``px`` pixels at ``size_pt``."""
+    room = int(px / _char_px(size_pt))
+    if len(text) <= room:
+        return text
+    return text[: max(room - 1, 0)] + "…" if room > 1 else ""
+
+
+def history_figure(
+    reports: Sequence[Any],
+    *,
+    width_px: int = HISTORY_WIDTH_PX,
+    height_px: int = HISTORY_HEIGHT_PX,
+    transparent: bool = False,
+) -> Any:
+    """The session across cells: one stacked bar per cell that changed
+    something (compile, guard evaluation, the rest of the wall time), with its
+    wall time, recompiles, graph breaks and failures written above it, the
+    stance of each run of cells in a band on top and IPython's ``In [M]``
+    under it. Only the last cells that fit ``width_px`` are drawn (see
+    :func:`history_cells`), at exactly ``width_px`` × ``height_px`` pixels.
+
+    ``transparent`` leaves the background clear, for a front end that themes
+    it (the panel inverts the image in a dark theme).
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    from .engine import stance_text
+    from .render import fmt_s
+
+    reps = list(reports)
+    shown, total = history_cells(reps, history_capacity(width_px))
+    fig = Figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI)
+    if transparent:
+        fig.patch.set_alpha(0.0)
+    W, H = float(width_px), float(height_px)
+
+    def rect(left: float, bottom: float, width: float, height: float) -> list[float]:
+        return [left / W, bottom / H, width / W, height / H]
+
+    top_px, band_px, bottom_px = 26, 18, 42
+    plot_w = W - _LEFT_PX - _RIGHT_PX
+    plot_h = H - top_px - band_px - 4 - bottom_px
+    ax = fig.add_axes(rect(_LEFT_PX, bottom_px, plot_w, plot_h))
+    band = fig.add_axes(rect(_LEFT_PX, bottom_px + plot_h + 4, plot_w, band_px))
+    for a in (ax, band):
+        a.set_facecolor("none")
+    band.set_axis_off()
+
+    if total == len(shown):
+        title = f"{_n(total, 'cell')} that compiled, failed or changed stance"
+    else:
+        title = f"last {len(shown)} of {total} cells that compiled, failed or changed stance"
+    fig.text(6 / W, 1 - 8 / H, title, fontsize=9, color=INK, ha="left", va="top")
+    if not shown:
+        ax.set_axis_off()
+        ax.text(
+            0.5,
+            0.5,
+            "no measured cell has compiled anything yet",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=9,
+            color=INK_SOFT,
+        )
+        return fig
+
+    n = len(shown)
+    x = list(range(n))
+    walls = [r.wall_s for r in shown]
+    scale, unit = _unit(max([*walls, 1e-9]))
+    comp = [r.compile_s * scale for r in shown]
+    guard = [(r.guard_s or 0.0) * scale for r in shown]
+    rest = [max(r.wall_s * scale - c - g, 0.0) for r, c, g in zip(shown, comp, guard)]
+    bottom = [0.0] * n
+    width = 0.62
+    for values, color in (
+        (comp, COLORS["compile"]),
+        (guard, COLORS["guard"]),
+        (rest, COLORS["run"]),
+    ):
+        ax.bar(x, values, width, bottom=bottom, color=color, linewidth=0)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    failed = [i for i, r in enumerate(shown) if r.error]
+    if failed:
+        ax.bar(
+            failed,
+            [max(bottom[i], 1e-12) for i in failed],
+            width,
+            fill=False,
+            edgecolor=FAIL,
+            hatch="////",
+            linewidth=1.2,
+        )
+    # Headroom for up to three lines of figures above the tallest bar.
+    top = max(bottom) or 1.0
+    reserve = min(40.0 / plot_h, 0.45)
+    ax.set_ylim(0, top / (1 - reserve))
+    for i, r in enumerate(shown):
+        lines = [(fmt_s(r.wall_s), INK)]
+        if r.recompiles:
+            lines.append((f"↻{len(r.recompiles)}", RECOMPILE))
+        breaks = sum(g.count for g in r.graph_break_details) or len(r.graph_breaks)
+        if breaks:
+            lines.append((f"⎇{breaks}", INK_SOFT))
+        if r.error:
+            lines.append(("✗ failed", FAIL))
+        for k, (text, color) in enumerate(lines):
+            ax.annotate(
+                text,
+                (i, bottom[i]),
+                xytext=(0, 2 + 9 * k),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color=color,
+                annotation_clip=False,
+            )
+    # Fixed slots, filled from the left: a bar is as wide with 2 cells as with 13.
+    slots = max(n, history_capacity(width_px))
+    ax.set_xlim(-0.5, slots - 0.5)
+    ax.set_xticks(x, [cell_label(r) for r in shown], fontsize=8, color=INK)
+    ax.tick_params(axis="x", length=0, pad=3)
+    ax.tick_params(axis="y", labelsize=8, colors=INK, length=3)
+    ax.set_ylabel(f"wall time ({unit})", fontsize=8, color=INK)
+    ax.grid(axis="y", alpha=0.35, color=INK_SOFT, linewidth=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_color(INK_SOFT)
+
+    # The stance band: one span per run of cells under the same stance, named
+    # where the name fits; a key at the bottom names those that do not.
+    band.set_xlim(-0.5, slots - 0.5)
+    band.set_ylim(0, 1)
+    tints: dict[str, str] = {}
+    unnamed: list[str] = []
+    start = 0
+    slot = plot_w / slots
+    for i in range(1, n + 1):
+        if i < n and _same_stance(shown[i], shown[start]):
+            continue
+        r = shown[start]
+        label = stance_text(r.stance, r.skip_guard_eval_unsafe, r.backend)
+        tint = tints.setdefault(label, STANCE_TINTS[len(tints) % len(STANCE_TINTS)])
+        band.axvspan(start - 0.5 + 0.03, i - 0.5 - 0.03, color=tint, linewidth=0)
+        fitted = _fit(label, (i - start) * slot - 6, 7.5)
+        if fitted != label and label not in unnamed:
+            unnamed.append(label)
+        if fitted == label or len(fitted) >= 6:
+            band.text(
+                (start + i - 1) / 2,
                 0.5,
-                0.5,
-                "none in these cells",
-                transform=a.transAxes,
+                fitted,
                 ha="center",
                 va="center",
-                fontsize=8,
-                color="#666666",
+                fontsize=7.5,
+                color=INK,
             )
-        else:
-            a.set_ylim(bottom=0)
-    ax = axes[3]
-    ax.set_xticks(
-        x, [f"{r.index}: {r.stance_label}" for r in reps], fontsize=7, rotation=30, ha="right"
+        start = i
+
+    handles = [
+        Patch(color=COLORS["compile"], label="compile"),
+        Patch(color=COLORS["guard"], label="guards"),
+        Patch(color=COLORS["run"], label="rest of the cell"),
+    ]
+    fig.legend(
+        handles=handles,
+        loc="upper right",
+        bbox_to_anchor=(1 - 4 / W, 1 - 2 / H),
+        ncols=3,
+        fontsize=8,
+        frameon=False,
+        handlelength=1.0,
+        handleheight=0.8,
+        columnspacing=1.0,
+        handletextpad=0.4,
+        labelcolor=INK,
     )
-    ax.set_xlabel("measured cell: stance")
+    caption = "↻ recompiles · ⎇ graph breaks · ✗ failed (hatched)"
+    note = fig.text(
+        1 - _RIGHT_PX / W, 5 / H, caption, fontsize=7.5, color=INK_SOFT, ha="right", va="bottom"
+    )
+    # The key: every stance whose name did not fit its span, on its tint,
+    # left of the caption (measured, so the two never overlap).
+    if unnamed:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        room = note.get_window_extent(renderer).x0 - 12
+        x_px = 8.0
+        for label in unnamed:
+            key = fig.text(
+                x_px / W,
+                5 / H,
+                label,
+                fontsize=7.5,
+                color=INK,
+                ha="left",
+                va="bottom",
+                bbox={"facecolor": tints[label], "edgecolor": "none", "pad": 1.5},
+            )
+            right = key.get_window_extent(renderer).x1
+            if right > room:
+                fitted = _fit(label, room - x_px, 7.5)
+                if len(fitted) < 6:
+                    key.remove()
+                    break
+                key.set_text(fitted)
+                break
+            x_px = right + 10
     return fig
+
+
+def _same_stance(a: Any, b: Any) -> bool:
+    return (a.stance, a.skip_guard_eval_unsafe, a.backend) == (
+        b.stance,
+        b.skip_guard_eval_unsafe,
+        b.backend,
+    )
