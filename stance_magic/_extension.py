@@ -67,6 +67,7 @@ def unload(ipython: Any) -> None:
     # The %unload_ext cell itself may be watched: close that window now, as
     # its post_run_cell hook is about to be removed.
     magics.close_watch()
+    get_engine().cell_ended()
     for event, fn in (
         ("pre_run_cell", magics.pre_run_cell),
         ("post_run_cell", magics.post_run_cell),

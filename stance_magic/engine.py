@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import threading
 import time
 import types
 from dataclasses import dataclass
@@ -264,7 +265,9 @@ class Engine:
     Front ends (magics, panel) call its methods and subscribe with
     :meth:`observe`; events are ``("session", Stance)``, ``("cell", Stance)``
     when a cell starts under a stance, ``("report", CellReport)``,
-    ``("watch", bool)``, ``("reset", None)``, ``("undone", (Stance, Stance))``
+    ``("watch", bool)``, ``("reset", None)`` (``("reset", "pending")`` when it
+    waits for the running cell), ``("applied", Stance)`` when a session stance
+    that waited for the running cell takes effect, ``("undone", (Stance, Stance))``
     when a block under :meth:`applied` set a stance of its own that was then
     replaced by the one from before the block, ``("unrestored", (Stance,
     Exception))`` when torch refused to take the stance from before the block
@@ -278,7 +281,9 @@ class Engine:
         self.watch = False
         self._listeners: list[Callable[[str, Any], None]] = []
         self._cell_depth = 0
+        self._cell_thread: int | None = None
         self._pending_session: Stance | None = None
+        self._pending_reset = False
         self._recorder: probe.Recorder | None = None
         self._warned_skip_guard = False
         self._last_session: Stance | None = None
@@ -328,14 +333,46 @@ class Engine:
     def in_cell(self) -> bool:
         return self._cell_depth > 0
 
+    @property
+    def deferring(self) -> bool:
+        """Whether a change asked for now waits for the running cell to end:
+        inside a block under :meth:`applied`, or from another thread than the
+        running cell's (a widget message that a kernel handles while a cell
+        runs, as ipykernel 7 does for JupyterLab's comms over subshells)."""
+        if self._cell_depth:
+            return True
+        return self._cell_thread is not None and threading.get_ident() != self._cell_thread
+
+    def cell_started(self) -> None:
+        """A front end starts running a cell (IPython's ``pre_run_cell``): until
+        :meth:`cell_ended`, changes from other threads wait for it."""
+        self._cell_thread = threading.get_ident()
+
+    def cell_ended(self) -> None:
+        """The running cell ended (``post_run_cell``): apply what waited for it.
+        Safe to call more than once."""
+        self._cell_thread = None
+        if self._cell_depth:
+            return
+        if self._pending_reset:  # first, so that the last word is the stance in effect
+            self._pending_reset = False
+            self._reset_now()
+        if self._pending_session is not None:
+            after, self._pending_session = self._pending_session, None
+            if after != current_stance():
+                self._restore(after)
+            self._last_session = after
+            self._emit("applied", after)
+
     def set_session(self, stance: Stance) -> Stance:
         """Make ``stance`` the session stance; return the previous one.
 
-        While a cell runs under a cell stance, the change is kept and takes
-        effect when that cell ends.
+        While a cell runs under a cell stance, or when asked from another
+        thread while a cell runs (see :attr:`deferring`), the change is kept
+        and takes effect when that cell ends.
         """
         previous = self.session
-        if self._cell_depth:
+        if self.deferring:
             self._pending_session = stance
         else:
             _apply(stance)
@@ -428,7 +465,8 @@ class Engine:
     def _close_block(self, stance: Stance, before: Stance) -> None:
         """The end of an :meth:`applied` block: the stance before it is back."""
         self._cell_depth -= 1
-        if self._cell_depth == 0 and self._pending_session is not None:
+        waited = self._cell_depth == 0 and self._pending_session is not None
+        if waited:
             after, self._pending_session = self._pending_session, None
             self._last_session = after
         else:
@@ -439,6 +477,8 @@ class Engine:
                 # the block called torch.compiler.set_stance itself
                 self._emit("undone", (now, after))
             self._restore(after)
+        if waited:
+            self._emit("applied", after)
 
     def end_of_cell(self) -> str | None:
         """A front end's cell has ended (the outermost one, after its own
@@ -535,7 +575,17 @@ class Engine:
         )
 
     def reset_compiled_code(self) -> None:
-        """Forget all compiled code (``torch.compiler.reset()``); keep history."""
+        """Forget all compiled code (``torch.compiler.reset()``); keep history.
+
+        Asked for from another thread while a cell runs, it waits for that cell
+        to end (resetting under running compiled code is not safe)."""
+        if self._cell_thread is not None and threading.get_ident() != self._cell_thread:
+            self._pending_reset = True
+            self._emit("reset", "pending")
+            return
+        self._reset_now()
+
+    def _reset_now(self) -> None:
         probe.reset_compiled_code()
         self._emit("reset", None)
 
@@ -568,6 +618,7 @@ class Engine:
             self._recorder = None
         self._listeners.clear()
         self.watch = False
+        self._cell_thread = None
 
 
 class Measurement:

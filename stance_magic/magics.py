@@ -545,6 +545,7 @@ class StanceMagics(Magics):
     def pre_run_cell(self, info: Any) -> None:
         outermost = not self._watch_stack
         if outermost:
+            self.engine.cell_started()
             self._pending.clear()
             if not self.engine.retry_restore():
                 print(
@@ -584,6 +585,7 @@ class StanceMagics(Magics):
             note = self.engine.end_of_cell()
             if note:
                 print(f"stance_magic: {note}", file=sys.stderr)
+            self.engine.cell_ended()
             self.engine.sync()
         pending, self._pending = self._pending, []
         for obj, plot in pending:
