@@ -6,6 +6,18 @@ engine's methods, and it follows the engine's events, so the magics, the
 Python API and any number of open panels always agree. It keeps no copy of
 the state; what the controls show is what the engine says.
 
+It costs a cell nothing unless that cell used compiled code: a watched cell
+that did not is not shown at all, the summary line is the only thing a
+collapsed panel updates, and the history chart is drawn only while the live
+area is open, only when a cell changed something, after the cell's reply
+where a kernel's event loop allows, and once however many panels are open.
+
+Its look comes from one ``<style>`` block of JupyterLab theme variables, so
+it follows light and dark themes; the same block shows two notes without
+any JavaScript: while a cell runs and the panel has focus (a change made now
+is read by the kernel when the cell ends), and when the kernel is gone (the
+widget manager marks the view ``jupyter-widgets-disconnected``).
+
 ipywidgets is imported here, when the panel is first asked for, never by
 ``import stance_magic``; without it :func:`panel` raises
 :class:`PanelUnavailable` with a message that says how to get it.
@@ -16,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import html
 import importlib
+import time
 from typing import Any, Iterator
 
 from .engine import (
@@ -27,6 +40,8 @@ from .engine import (
     TorchSupportError,
     get_engine,
     make_stance,
+    reset_note,
+    stance_text,
     supported_stances,
 )
 
@@ -35,13 +50,13 @@ try:
 except ImportError:  # panel() says what is missing (tests: test_without_ipywidgets)
     widgets = None
 
-__all__ = ["NO_BACKEND", "PanelUnavailable", "StancePanel", "panel"]
+__all__ = ["NO_BACKEND", "PanelUnavailable", "StancePanel", "panel", "summary_line"]
 
 #: The backend chooser's entry for "no forced backend".
 NO_BACKEND = "none"
 
-#: Backends listed first in the chooser, when torch has them; the rest follow
-#: in alphabetical order.
+#: Backends listed first in the chooser, when they can run here; the rest
+#: follow in alphabetical order.
 COMMON_BACKENDS = ("inductor", "eager", "aot_eager", "cudagraphs")
 
 INSTALL_HINT = (
@@ -56,6 +71,52 @@ FRONTEND_HINT = (
     "Notebook; here the %stance magics work (%stance NAME, %%stance, "
     "%stance watch on, %stance history)"
 )
+
+BACKEND_OFF_NOTE = (
+    "backend: torch forces a backend only under the default stance; choose default to pick one"
+)
+BUSY_NOTE = "A cell is running: a change made here applies from the next cell."
+RESTART_NOTE = (
+    "This panel lost its kernel (restarted or stopped) and no longer does anything: "
+    "run %load_ext stance_magic and %stance panel again."
+)
+NO_REPORT = "No measured cell yet: run a %%stance cell, or turn on watch all cells"
+
+#: How far the browser's clock may be behind the kernel's before a change
+#: made just after a cell ended reads as made while it ran.
+CLOCK_SLACK_S = 0.25
+
+#: Theme-aware styling (JupyterLab's CSS variables, with fallbacks for
+#: front ends without them), and the two notes that need no kernel.
+CSS = """<style>
+.sm-panel.sm-panel{border:1px solid var(--jp-border-color2,#ccc);border-radius:3px;
+ padding:4px 10px 6px;box-sizing:border-box;color:var(--jp-ui-font-color1,inherit);
+ background:var(--jp-layout-color0,transparent)}
+.sm-panel .widget-html,.sm-panel .widget-html-content{line-height:1.4;height:auto;
+ min-height:0;font-size:var(--jp-ui-font-size1,13px);color:var(--jp-ui-font-color1,inherit)}
+.sm-panel .sm-quiet{margin-top:0;margin-bottom:0}
+.sm-panel .sm-head{font-weight:600;font-size:var(--jp-ui-font-size2,14px)}
+.sm-panel .sm-hint{color:var(--jp-ui-font-color2,#555);font-size:12px}
+.sm-panel .sm-msg{font-size:12px}
+.sm-panel .sm-msg-error{color:var(--jp-error-color1,#b00020);font-size:12px}
+.sm-panel .sm-warn{border-left:3px solid var(--jp-warn-color1,#e69500);padding:2px 6px;
+ font-size:12px;background:rgba(230,149,0,.12);
+ background:color-mix(in srgb,var(--jp-warn-color1,#e69500) 14%,transparent)}
+.sm-panel .sm-busy,.sm-panel .sm-restart{display:none;font-size:12px;padding:2px 6px;
+ border-left:3px solid var(--jp-brand-color1,#1976d2);margin:2px 0}
+.sm-panel .sm-restart{border-left-color:var(--jp-error-color1,#b00020)}
+.jp-NotebookPanel:has(.jp-Notebook-ExecutionIndicator[data-status="busy"])
+ .sm-panel:focus-within .sm-busy{display:block}
+.sm-panel.jupyter-widgets-disconnected .sm-restart{display:block}
+.sm-panel.jupyter-widgets-disconnected>:not(.sm-notes){opacity:.45}
+.sm-panel.jupyter-widgets-disconnected .jupyter-widgets-disconnected::before{content:none}
+.sm-panel .sm-controls .widget-dropdown>select{min-width:0}
+.sm-panel .sm-live .jupyter-widget-Collapse-header{white-space:nowrap;overflow:hidden;
+ text-overflow:ellipsis;font-size:12px;padding:4px 8px}
+.sm-panel .sm-live .jupyter-widget-Collapse-contents{padding:4px 8px}
+body[data-jp-theme-light="false"] .sm-chart,body.vscode-dark .sm-chart{
+ filter:invert(1) hue-rotate(180deg)}
+</style>"""
 
 
 class PanelUnavailable(RuntimeError):
@@ -83,12 +144,83 @@ def _check_available(shell: Any) -> None:
         raise PanelUnavailable("; and ".join(missing))
 
 
-def _stance_label(name: str, skip_guard_eval_unsafe: bool, backend: str | None) -> str:
-    return str(Stance(name, skip_guard_eval_unsafe, backend))
-
-
 def _backend_key(backend: Any) -> Any:
     return NO_BACKEND if backend is None else backend
+
+
+def _plural(k: int, word: str) -> str:
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def used_compiled_code(rep: Any, previous: Any = None) -> bool:
+    """Whether a watched cell is worth showing: it changed something (see
+    :func:`stance_magic.plots.changed_something`) or ran compiled code."""
+    from .plots import changed_something
+
+    return bool(rep.cache_hits) or changed_something(rep, previous)
+
+
+def summary_line(rep: Any, session: Stance | None = None) -> str:
+    """One line about a measured cell, for the live area's header.
+
+    Examples
+    --------
+    >>> from stance_magic.report import CellReport
+    >>> summary_line(CellReport(stance="default", index=3, wall_s=0.5, compile_s=0.4, compiles=1))
+    'cell 3 · default · 500.0 ms: 1 compile (400.0 ms), 0 cache hits'
+    """
+    from .plots import cell_label
+    from .render import fmt_s
+
+    stance = stance_text(rep.stance, rep.skip_guard_eval_unsafe, rep.backend)
+    if session is not None and stance != str(session):
+        stance += f" (its own; session: {session})"
+    parts = []
+    if rep.compiles or rep.backward_compiles:
+        n = rep.compiles + rep.backward_compiles
+        parts.append(f"{_plural(n, 'compile')} ({fmt_s(rep.compile_s)})")
+    else:
+        parts.append("nothing compiled")
+    if rep.recompiles:
+        parts.append(_plural(len(rep.recompiles), "recompile"))
+    breaks = sum(g.count for g in rep.graph_break_details) or len(rep.graph_breaks)
+    if breaks:
+        parts.append(_plural(breaks, "graph break"))
+    if rep.eager_fallbacks:
+        parts.append(_plural(rep.eager_fallbacks, "eager fallback"))
+    if rep.refused_recompiles:
+        parts.append(_plural(rep.refused_recompiles, "refused recompile"))
+    parts.append(_plural(rep.cache_hits, "cache hit"))
+    line = f"{cell_label(rep)} · {stance} · {fmt_s(rep.wall_s)}: {', '.join(parts)}"
+    if rep.error:
+        line += f" · failed: {rep.error}"
+    return line
+
+
+def _held_back_by_a_cell(last_cell_end: float | None) -> bool:
+    """Whether the widget message being handled was sent before the last cell
+    ended, so that it waited in the kernel for that cell (a kernel reads widget
+    messages between cells). Compares the message's own date with the
+    kernel's clock at the end of that cell; False without a kernel."""
+    if last_cell_end is None:
+        return False
+    try:
+        from IPython import get_ipython
+
+        kernel = getattr(get_ipython(), "kernel", None)
+        parent = kernel.get_parent("shell") if kernel is not None else None
+        header = (parent or {}).get("header") or {}
+        if header.get("msg_type") != "comm_msg":
+            return False
+        sent = header.get("date")
+        if isinstance(sent, str):
+            import datetime
+
+            sent = datetime.datetime.fromisoformat(sent.replace("Z", "+00:00"))
+        sent_s = sent.timestamp()
+    except Exception:  # no kernel, an older one, or an unreadable date
+        return False
+    return sent_s < last_cell_end - CLOCK_SLACK_S
 
 
 _Base: Any = widgets.VBox if widgets is not None else object
@@ -98,10 +230,12 @@ class StancePanel(_Base):
     """An ipywidgets panel that drives and shows the stance engine.
 
     Controls: the session stance, ``skip_guard_eval_unsafe`` (its warning
-    shows while ticked), a forced backend (only with the ``default`` stance),
-    *reset compiled code* and *watch all cells*. Below them, the live area:
-    the report of the last measured cell and a chart of the session history,
-    refreshed after each measured cell.
+    shows while ticked), a forced backend (only with the ``default`` stance;
+    only backends that can run here are offered), *reset compiled code* and
+    *watch all cells*. Below them, a collapsible live area whose header is a
+    one-line summary of the last measured cell that used compiled code;
+    opened, it shows that cell's report and a chart of the cells that
+    compiled, failed or changed stance.
 
     Build it with :func:`panel`. The child widgets are private; drive the
     panel through the engine, the magics, or the controls in the notebook.
@@ -110,42 +244,57 @@ class StancePanel(_Base):
     ----------
     engine : Engine, optional
         The engine to view; the process's one engine by default.
+    shell : InteractiveShell, optional
+        The shell whose cells the panel follows (to tell a change made while
+        a cell ran); by default IPython's running shell, if any.
     **kwargs
         Passed on to :class:`ipywidgets.VBox` (``layout=...``).
     """
 
-    def __init__(self, engine: Engine | None = None, **kwargs: Any) -> None:
+    def __init__(self, engine: Engine | None = None, shell: Any = None, **kwargs: Any) -> None:
         self._engine = engine or get_engine()
         self._syncing = False
         self._cell_stance: Stance | None = None
         self._closed = False
+        self._shown: Any = None  # the report the summary describes
+        self._report_stale = False
+        self._chart_stale = False
+        self._chart_pending = False
+        self._last_cell_end: float | None = None
+        if shell is None:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+        self._shell = shell
         W = widgets
         session = self._engine.session
+        row = {"description_width": "56px"}
 
-        self._title = W.HTML(
-            "<b>torch.compile stance</b>",
-            layout=W.Layout(margin="0 0 2px 0"),
-        )
+        self._title = W.HTML(f'{CSS}<span class="sm-head">torch.compile stance</span>')
         self._stance = W.Dropdown(
             options=list(supported_stances()),
             description="stance",
             tooltip="the session stance: what cells run under without %%stance",
-            style={"description_width": "initial"},
-            layout=W.Layout(width="250px"),
+            style=row,
+            layout=W.Layout(width="270px"),
         )
         self._backend = W.Dropdown(
             options=[(NO_BACKEND, NO_BACKEND)],
             value=NO_BACKEND,
             description="backend",
             tooltip="force a torch.compile backend (only with the default stance)",
-            style={"description_width": "initial"},
-            layout=W.Layout(width="250px"),
+            style=row,
+            layout=W.Layout(width="270px"),
         )
         self._skip_guard = W.Checkbox(
             description="skip_guard_eval_unsafe",
             indent=False,
             tooltip="run only the guards that tell cache entries apart (unsafe)",
-            layout=W.Layout(width="auto", margin="0 0 0 12px"),
+            layout=W.Layout(width="auto", margin="2px 0 2px 8px"),
+        )
+        self._backend_note = W.HTML(
+            f'<span class="sm-hint">{html.escape(BACKEND_OFF_NOTE)}</span>',
+            layout=W.Layout(display="none"),
         )
         self._skip_warning = W.HTML(layout=W.Layout(display="none"))
         self._reset = W.Button(
@@ -160,68 +309,90 @@ class StancePanel(_Base):
             tooltip="report every cell, not only %%stance cells (%stance watch on|off)",
             layout=W.Layout(width="auto"),
         )
-        self._message = W.HTML(layout=W.Layout(min_height="20px"))
-        self._live_title = W.HTML()
-        self._report = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
+        self._message = W.HTML()
+        self._notes = W.HTML(
+            f'<div class="sm-busy">{html.escape(BUSY_NOTE)}</div>'
+            f'<div class="sm-restart">{html.escape(RESTART_NOTE)}</div>'
+        )
+        self._report = W.HTML(layout=W.Layout(max_height="320px", overflow="auto"))
+        from .plots import HISTORY_HEIGHT_PX, HISTORY_WIDTH_PX
+
         self._chart = W.Image(
             format="png",
-            layout=W.Layout(display="none", width="100%", max_width="600px", height="auto"),
+            layout=W.Layout(
+                display="none",
+                width=f"{HISTORY_WIDTH_PX}px",
+                max_width="100%",
+                height="auto",
+                min_height="0",
+            ),
         )
+        self._chart.add_class("sm-chart")
+        self._chart_height = HISTORY_HEIGHT_PX
         self._chart_note = W.HTML()
+        body = W.VBox([self._report, self._chart, self._chart_note])
+        self._live = W.Accordion(children=[body], selected_index=None)
+        self._live.set_title(0, NO_REPORT)
 
         controls = W.HBox(
             [self._stance, self._backend, self._skip_guard],
             layout=W.Layout(flex_flow="row wrap", align_items="center"),
         )
         actions = W.HBox([self._reset, self._watch], layout=W.Layout(flex_flow="row wrap"))
-        live = W.VBox(
-            [self._live_title, self._report, self._chart, self._chart_note],
-            layout=W.Layout(border_top="1px solid #ddd", margin="4px 0 0 0", padding="4px 0 0 0"),
-        )
-        self._parts = (controls, actions, live)
+        self._parts = (controls, actions, body)
         # CSS classes name the parts for styling and for the browser test.
         for w, cls in (
             (self._stance, "sm-stance"),
             (self._backend, "sm-backend"),
             (self._skip_guard, "sm-skip-guard"),
+            (self._backend_note, "sm-backend-note"),
             (self._skip_warning, "sm-skip-warning"),
             (self._reset, "sm-reset"),
             (self._watch, "sm-watch"),
             (self._message, "sm-message"),
-            (live, "sm-live"),
+            (self._notes, "sm-notes"),
+            (self._live, "sm-live"),
+            (self._report, "sm-report-box"),
+            (controls, "sm-controls"),
         ):
             w.add_class(cls)
-        kwargs.setdefault(
-            "layout",
-            W.Layout(
-                border="1px solid #ccc",
-                padding="6px 8px",
-                width="100%",
-                max_width="800px",
-            ),
-        )
+        for w in (self._backend_note, self._skip_warning, self._message, self._notes):
+            w.add_class("sm-quiet")
+        kwargs.setdefault("layout", W.Layout(width="100%", max_width="820px"))
         super().__init__(
-            children=[self._title, controls, self._skip_warning, actions, self._message, live],
+            children=[
+                self._title,
+                controls,
+                self._backend_note,
+                self._skip_warning,
+                actions,
+                self._message,
+                self._notes,
+                self._live,
+            ],
             **kwargs,
         )
         self.add_class("sm-panel")
 
         self._sync_controls(session)
         self._sync_watch(self._engine.watch)
-        if self._engine.history:
-            self._show_report(self._engine.history[-1])
-        else:
-            self._live_title.value = (
-                "<i>No measured cell yet: run a <code>%%stance</code> cell, "
-                "or tick <b>watch all cells</b>.</i>"
-            )
+        history = self._engine.history
+        for i in range(len(history) - 1, -1, -1):
+            if used_compiled_code(history[i], history[i - 1] if i else None):
+                self._show(history[i])
+                break
 
         self._stance.observe(self._on_stance, names="value")
         self._backend.observe(self._on_backend, names="value")
         self._skip_guard.observe(self._on_skip_guard, names="value")
         self._watch.observe(self._on_watch, names="value")
+        self._live.observe(self._on_open, names="selected_index")
         self._reset.on_click(self._on_reset)
         self._engine.observe(self._on_engine)
+        events = getattr(self._shell, "events", None)
+        if events is not None:
+            events.register("pre_run_cell", self._on_pre_run_cell)
+            events.register("post_run_cell", self._on_post_run_cell)
 
     # -- public --------------------------------------------------------------
     @property
@@ -234,12 +405,21 @@ class StancePanel(_Base):
         """The session stance (the engine's; the panel keeps no copy)."""
         return self._engine.session
 
+    @property
+    def expanded(self) -> bool:
+        """Whether the live area (report and chart) is open."""
+        return self._live.selected_index == 0
+
+    def expand(self, open: bool = True) -> None:
+        """Open (or close) the live area, as clicking its header does."""
+        self._live.selected_index = 0 if open else None
+
     def refresh(self) -> None:
         """Show the engine's state again: session stance, watch, last report."""
         self._sync_controls(self._engine.session)
         self._sync_watch(self._engine.watch)
-        if self._engine.history:
-            self._show_report(self._engine.history[-1])
+        if self._shown is not None:
+            self._show(self._shown, chart=True)
 
     def close(self) -> None:
         """Stop following the engine and close the panel's widgets."""
@@ -247,6 +427,12 @@ class StancePanel(_Base):
             return
         self._closed = True
         self._engine.unobserve(self._on_engine)
+        events = getattr(self._shell, "events", None)
+        if events is not None:
+            with contextlib.suppress(ValueError):
+                events.unregister("pre_run_cell", self._on_pre_run_cell)
+            with contextlib.suppress(ValueError):
+                events.unregister("post_run_cell", self._on_post_run_cell)
         for part in self._parts:
             for child in part.children:
                 child.close()
@@ -263,27 +449,48 @@ class StancePanel(_Base):
 
     # -- engine -> panel -------------------------------------------------------
     def _on_engine(self, event: str, value: Any) -> None:
-        if event == "session":
+        if event == "report":
+            self._on_report(value)
+        elif event == "session":
             self._sync_controls(value)
-            later = " from the next cell (a cell is running)" if self._engine.in_cell else ""
+            later = " from the next cell (a cell is running)" if self._engine.deferring else ""
             self._say(f"session stance: {value}{later}")
+        elif event == "applied":
+            self._sync_controls(value)
+            self._say(f"session stance: {value}, chosen while the last cell ran, is in effect now")
         elif event == "cell":
             self._cell_stance = value
             session = self._engine.session
             own = "" if value == session else f" (its own stance; the session stays {session})"
-            self._live_title.value = (
-                f"<b>cell running</b> under <code>{html.escape(str(value))}</code>"
-                f"{html.escape(own)}…"
-            )
-        elif event == "report":
-            self._show_report(value)
+            self._live.set_title(0, f"a %%stance cell is running under {value}{own}…")
         elif event == "watch":
             self._sync_watch(bool(value))
-        elif event == "reset":
             self._say(
-                "compiled code forgotten (torch.compiler.reset()): the next call "
-                "compiles from cold; history kept"
+                "watch on: every cell is measured; the summary below follows each cell "
+                "that uses compiled code"
+                if value
+                else "watch off: only %%stance cells are measured"
             )
+        elif event == "reset":
+            if value == "pending":
+                self._say(
+                    "reset asked for while a cell runs: compiled code is forgotten "
+                    "(torch.compiler.reset()) when that cell ends"
+                )
+            else:
+                self._say(reset_note(self._engine.session))
+        elif event == "note":
+            self._say(str(value))
+
+    # The engine learns when cells run from the extension's hooks; a panel
+    # made without %load_ext tells it too (both calls are idempotent), so that
+    # a change handled while a cell runs waits for it.
+    def _on_pre_run_cell(self, info: Any = None) -> None:
+        self._engine.cell_started()
+
+    def _on_post_run_cell(self, result: Any = None) -> None:
+        self._engine.cell_ended()
+        self._last_cell_end = time.time()
 
     @contextlib.contextmanager
     def _quiet(self) -> Iterator[None]:
@@ -299,7 +506,9 @@ class StancePanel(_Base):
             if stance.name not in self._stance.options:  # a stance added to torch later
                 self._stance.options = [*self._stance.options, stance.name]
             self._stance.value = stance.name
-            self._backend.options = self._backend_options(stance.backend)
+            options = self._backend_options(stance.backend)
+            if list(self._backend.options) != options:
+                self._backend.options = options
             self._backend.value = _backend_key(stance.backend)
             self._skip_guard.value = stance.skip_guard_eval_unsafe
         self._update_enabled()
@@ -314,7 +523,7 @@ class StancePanel(_Base):
         from . import probe
 
         try:
-            names = probe.list_backends()
+            names = probe.usable_backends()
         except _ERRORS:  # pragma: no cover - torch too old: the dropdown says so
             names = []
         first = [n for n in COMMON_BACKENDS if n in names]
@@ -331,18 +540,12 @@ class StancePanel(_Base):
     def _update_enabled(self) -> None:
         default = self._stance.value == "default"
         self._backend.disabled = not default
-        self._backend.tooltip = (
-            "force a torch.compile backend"
-            if default
-            else "torch forces a backend only with the default stance"
-        )
+        self._backend_note.layout.display = "none" if default else None
 
     def _update_skip_warning(self) -> None:
         if self._skip_guard.value:
             self._skip_warning.value = (
-                '<div style="color:#8a4b00;background:#fff4e0;border-left:3px solid '
-                '#e69500;padding:2px 6px;font-size:12px;line-height:1.35">'
-                f"⚠ {html.escape(SKIP_GUARD_WARNING)}</div>"
+                f'<div class="sm-warn">⚠ {html.escape(SKIP_GUARD_WARNING)}</div>'
             )
             self._skip_warning.layout.display = None
         else:
@@ -396,7 +599,8 @@ class StancePanel(_Base):
     def _apply_controls(self, note: str | None = None) -> None:
         """Make what the controls show the session stance, as ``%stance`` does;
         a request torch would refuse is explained and the controls go back to
-        the engine's state."""
+        the engine's state. What happened is said in every open panel."""
+        held_back = _held_back_by_a_cell(self._last_cell_end)
         try:
             stance = self.requested()
             self._engine.take_skip_guard_warning(stance)
@@ -405,50 +609,95 @@ class StancePanel(_Base):
             self._sync_controls(self._engine.session)
             self._say(f"not applied: {err}", error=True)
             return
-        later = " from the next cell (a cell is running)" if self._engine.in_cell else ""
-        text = f"session stance: {stance} (was: {previous}){later}"
-        self._say(f"{note}; {text}" if note else text)
+        text = f"session stance: {stance} (was: {previous})"
+        if self._engine.deferring:
+            text += " from the next cell (a cell is running)"
+        elif held_back:
+            text += (
+                f"; chosen while a cell was running (it ran under {previous}): "
+                "applies from the next cell"
+            )
+        self._engine.announce(f"{note}; {text}" if note else text)
 
     # -- the live area -----------------------------------------------------------
     def _say(self, text: str, error: bool = False) -> None:
-        color = "#b00020" if error else "#555"
-        self._message.value = (
-            f'<span style="color:{color};font-size:12px">{html.escape(text)}</span>'
-        )
+        cls = "sm-msg-error" if error else "sm-msg"
+        self._message.value = f'<span class="{cls}">{html.escape(text)}</span>'
 
-    def _show_report(self, rep: Any) -> None:
+    def _on_report(self, rep: Any) -> None:
+        stance_cell, self._cell_stance = self._cell_stance, None
+        history = self._engine.history
+        previous = history[-2] if len(history) > 1 and history[-1] is rep else None
+        if stance_cell is None and not used_compiled_code(rep, previous):
+            return  # a watched cell that used no compiled code: nothing to show
+        from .plots import changed_something
+
+        self._show(rep, own=stance_cell, chart=changed_something(rep, previous))
+
+    def _show(self, rep: Any, own: Stance | None = None, chart: bool = True) -> None:
+        """Describe ``rep`` in the summary; fill in the report (and redraw the
+        chart, if ``chart``) now when the live area is open, else on opening."""
         session = self._engine.session
-        label = _stance_label(rep.stance, rep.skip_guard_eval_unsafe, rep.backend)
-        own = ""
-        if self._cell_stance is not None and self._cell_stance != session:
-            own = f" (its own stance; the session stays {session})"
-        self._cell_stance = None
-        self._live_title.value = (
-            f"<b>last measured cell</b> {rep.index}: ran under "
-            f"<code>{html.escape(label)}</code>{html.escape(own)}"
-        )
-        # ipywidgets' HTML has the line height of a form control (28 px): a
-        # table reads better at the notebook's own.
-        self._report.value = f'<div style="line-height:1.4">{rep._repr_html_()}</div>'
-        self._draw_chart()
+        self._shown = rep
+        self._live.set_title(0, summary_line(rep, session if own is not None else None))
+        self._report_stale = True
+        self._chart_stale = self._chart_stale or chart
+        if self.expanded:
+            self._fill()
+
+    def _on_open(self, change: dict[str, Any]) -> None:
+        if change["new"] == 0:
+            self._fill()
+
+    def _fill(self) -> None:
+        if self._report_stale and self._shown is not None:
+            self._report_stale = False
+            # ipywidgets' HTML has the line height of a form control: a table
+            # reads better at the notebook's own.
+            self._report.value = f'<div style="line-height:1.4">{self._shown._repr_html_()}</div>'
+        if self._chart_stale:
+            self._schedule_chart()
+
+    def _schedule_chart(self) -> None:
+        """Draw the chart after the running cell's reply when a kernel's event
+        loop runs this cell (several reports then make one drawing), else now."""
+        if self._chart_pending:
+            return
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._draw_chart()
+            return
+        self._chart_pending = True
+        loop.call_soon(self._draw_chart)
 
     def _draw_chart(self) -> None:
-        reports = list(self._engine.history)
-        if not reports:
+        self._chart_pending = False
+        if self._closed or not self._chart_stale:
             return
+        self._chart_stale = False
         try:
-            png = _history_png(self._engine, reports)
+            png = _history_png(self._engine)
         except ImportError as err:
             self._chart.layout.display = "none"
             self._chart_note.value = (
-                f"<i>no chart: {html.escape(str(err))} (pip install matplotlib)</i>"
+                f'<i class="sm-hint">no chart: {html.escape(str(err))} (pip install matplotlib)</i>'
             )
             return
         except Exception as err:  # a chart must never break a cell
             self._chart.layout.display = "none"
-            self._chart_note.value = f"<i>no chart: {html.escape(repr(err))}</i>"
+            self._chart_note.value = f'<i class="sm-hint">no chart: {html.escape(repr(err))}</i>'
             return
-        self._chart.value = png
+        if png is None:
+            self._chart.layout.display = "none"
+            self._chart_note.value = (
+                '<i class="sm-hint">No cell has compiled, failed or changed stance yet.</i>'
+            )
+            return
+        if self._chart.value != png:
+            self._chart.value = png
         self._chart.layout.display = None
         self._chart_note.value = ""
 
@@ -456,15 +705,21 @@ class StancePanel(_Base):
 _CHART_CACHE: dict[str, Any] = {}
 
 
-def _history_png(engine: Engine, reports: list[Any]) -> bytes:
-    """The history chart as PNG, drawn once per new report however many
-    panels are open."""
-    key = (id(engine), len(reports), id(reports[-1]))
+def _history_png(engine: Engine) -> bytes | None:
+    """The history chart as PNG (None when no cell would be in it), drawn once
+    for the same cells however many panels ask."""
+    from .plots import history_capacity, history_cells
+
+    shown, total = history_cells(engine.history, history_capacity())
+    if not shown:
+        return None
+    key = (id(engine), total, tuple(id(r) for r in shown), len(engine.history))
     if _CHART_CACHE.get("key") != key:
         from .plots import figure_png, history_figure
 
         _CHART_CACHE.clear()
-        _CHART_CACHE.update(key=key, png=figure_png(history_figure(reports)))
+        png = figure_png(history_figure(engine.history, transparent=True))
+        _CHART_CACHE.update(key=key, png=png)
     return _CHART_CACHE["png"]
 
 
@@ -475,9 +730,11 @@ def panel(engine: Engine | None = None, shell: Any = None) -> StancePanel:
     stance chosen in it is what the next cell runs under (exactly as
     ``%stance NAME``), and ``%stance NAME`` in a cell moves its dropdown.
     It offers ``skip_guard_eval_unsafe`` (with its warning), a forced
-    backend (with the ``default`` stance only), *reset compiled code*,
-    *watch all cells*, and a live area with the last measured cell's report
-    and a history chart, refreshed after each measured cell.
+    backend (with the ``default`` stance only, among the backends that can
+    run here), *reset compiled code*, *watch all cells*, and a collapsible
+    live area: a one-line summary of the last measured cell that used
+    compiled code, and, opened, its report and a chart of the last cells
+    that compiled, failed or changed stance.
 
     Parameters
     ----------
@@ -521,4 +778,4 @@ def panel(engine: Engine | None = None, shell: Any = None) -> StancePanel:
     >>> p.close()
     """
     _check_available(shell)
-    return StancePanel(engine=engine)
+    return StancePanel(engine=engine, shell=shell)

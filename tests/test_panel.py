@@ -8,6 +8,7 @@ torch or the engine is mocked.
 
 from __future__ import annotations
 
+import html
 import importlib
 import sys
 from typing import Any
@@ -82,7 +83,11 @@ def test_builds_without_a_shell_and_shows_the_engine_state(make_panel: Any) -> N
     assert labels[0] == NO_BACKEND and "eager" in labels and "inductor" in labels
     assert p._skip_guard.value is False and p._watch.value is False
     assert repr(p) == "StancePanel(session=default, watch=off)"
-    assert "No measured cell yet" in p._live_title.value
+    assert "No measured cell yet" in p._live.titles[0]
+    assert not p.expanded  # compact until opened
+    # Only backends that can run here are offered.
+    assert not {"tvm", "openxla", "ts", "aot_ts"} & set(labels)
+    assert not [n for n in labels if "TESTING_ONLY" in n or "minifier" in n]
 
 
 def test_dropdown_sets_what_the_next_cell_runs_under(ip: Any, make_panel: Any) -> None:
@@ -102,9 +107,13 @@ def test_dropdown_sets_what_the_next_cell_runs_under(ip: Any, make_panel: Any) -
 
 def test_magics_move_the_controls(ip: Any, make_panel: Any) -> None:
     p = make_panel()
+    assert p._backend_note.layout.display == "none"
     run(ip, "%stance eager_on_recompile")
     assert p._stance.value == "eager_on_recompile"
     assert p._backend.disabled
+    # Why it is disabled is visible text (tooltips do not render).
+    assert p._backend_note.layout.display != "none"
+    assert "only under the default stance" in p._backend_note.value
     run(ip, "%stance default -b eager")
     assert (p._stance.value, p._backend.value) == ("default", "eager")
     assert not p._backend.disabled
@@ -125,7 +134,7 @@ def test_no_feedback_loop(ip: Any, make_panel: Any, events: list[Any]) -> None:
     assert [e for e, _ in events] == ["session"]
     events.clear()
     p._stance.value = "default"
-    assert [e for e, _ in events] == ["session"]
+    assert [e for e, _ in events] == ["session", "note"]  # the note: what every panel says
     events.clear()
     p._stance.value = "default"  # no change, no event
     run(ip, "%stance default -q")
@@ -169,13 +178,16 @@ def test_backend_chooser(ip: Any, make_panel: Any) -> None:
     assert get_engine().session == make_stance("default", backend="eager")
     run(ip, "%%stance\ny = f(x)")
     assert get_engine().history[-1].backend == "eager"
-    assert "backend=eager" in p._live_title.value
+    assert "default (backend=eager)" in p._live.titles[0]
 
-    # A non-default stance drops the backend (torch refuses the combination).
+    # A non-default stance drops the backend (torch refuses the combination),
+    # and every open panel says so, not only the one clicked.
+    other = make_panel()
     p._stance.value = "force_eager"
     assert get_engine().session == make_stance("force_eager")
     assert p._backend.value == NO_BACKEND and p._backend.disabled
     assert "backend eager dropped" in p._message.value
+    assert p._message.value == other._message.value
 
     # Forcing one anyway is explained and undone, never left to the next cell.
     p._backend.value = "eager"
@@ -195,6 +207,7 @@ def test_backend_chooser(ip: Any, make_panel: Any) -> None:
 
 def test_reset_button_and_live_report(ip: Any, make_panel: Any) -> None:
     p = make_panel()
+    p.expand()
     run(ip, "%%stance\ny = f(x)")
     run(ip, "%%stance\ny = f(x)")
     assert get_engine().history[-1].compiles == 0
@@ -203,22 +216,25 @@ def test_reset_button_and_live_report(ip: Any, make_panel: Any) -> None:
     run(ip, "%%stance\ny = f(x)")
     rep = get_engine().history[-1]
     assert rep.compiles == 1
-    assert f"cell</b> {rep.index}:" in p._live_title.value
+    assert p._live.titles[0].startswith(f"cell {rep.index} · default")
     assert rep._repr_html_() in p._report.value
     assert p._chart.value[:8] == b"\x89PNG\r\n\x1a\n"
     assert p._chart.layout.display != "none"
 
 
 def test_watch_toggle(ip: Any, make_panel: Any) -> None:
-    p = make_panel()
+    p, other = make_panel(), make_panel()
     p._watch.value = True
     assert get_engine().watch is True
+    assert "watch on: every cell is measured" in p._message.value
+    assert other._message.value == p._message.value
     n = len(get_engine().history)
     run(ip, "y = f(x + 1)")
     assert len(get_engine().history) == n + 1
-    assert f"cell</b> {get_engine().history[-1].index}:" in p._live_title.value
+    assert p._live.titles[0].startswith(f"cell {get_engine().history[-1].index} ·")
     run(ip, "%stance watch off")  # this cell is still watched
     assert p._watch.value is False
+    assert "watch off: only %%stance cells are measured" in other._message.value
     n = len(get_engine().history)
     run(ip, "y = f(x)")
     assert len(get_engine().history) == n
@@ -226,13 +242,16 @@ def test_watch_toggle(ip: Any, make_panel: Any) -> None:
 
 def test_stance_cell_shows_its_stance_without_moving_the_dropdown(ip: Any, make_panel: Any) -> None:
     p = make_panel()
-    run(ip, "%%stance force_eager\ny = f(x)")
+    ip.user_ns["p"] = p
+    run(ip, "%%stance force_eager\ntitle_inside = p._live.titles[0]\ny = f(x)")
+    assert ip.user_ns["title_inside"].startswith("a %%stance cell is running under force_eager")
+    assert "the session stays default" in ip.user_ns["title_inside"]
     assert p._stance.value == "default"
-    assert "force_eager" in p._live_title.value
-    assert "the session stays default" in p._live_title.value
+    assert "force_eager (its own; session: default)" in p._live.titles[0]
+    p.expand()
     assert "force_eager" in p._report.value
     run(ip, "%%stance\ny = f(x)")
-    assert "the session stays" not in p._live_title.value
+    assert "its own" not in p._live.titles[0]
 
 
 def test_change_during_a_cell_applies_to_the_next_cell(ip: Any, make_panel: Any) -> None:
@@ -241,10 +260,15 @@ def test_change_during_a_cell_applies_to_the_next_cell(ip: Any, make_panel: Any)
         ip,
         "%%stance eager_on_recompile\n"
         "p._stance.value = 'force_eager'\n"
-        "inside = stance_magic.current_stance()\n",
+        "inside = stance_magic.current_stance()\n"
+        "said = p._message.value\n",
     )
     assert ip.user_ns["inside"].name == "eager_on_recompile"
-    assert "from the next cell" in ip.user_ns["p"]._message.value
+    assert "from the next cell (a cell is running)" in ip.user_ns["said"]
+    # When the cell has ended, the message says the change is in effect.
+    assert "session stance: force_eager, chosen while the last cell ran, is in effect now" in (
+        ip.user_ns["p"]._message.value
+    )
     assert stance_magic.current_stance().name == "force_eager"
     assert ip.user_ns["p"]._stance.value == "force_eager"
 
@@ -290,3 +314,271 @@ def test_package_attribute_is_the_function_whatever_the_import_order(make_panel:
     importlib.import_module("stance_magic.widget")
     assert callable(stance_magic.panel) and stance_magic.panel.__module__ == "stance_magic.widget"
     assert isinstance(make_panel(), StancePanel)
+
+
+# -- issue 13: cost per cell, readable chart, compact, honest, one notation ----
+
+
+def _count_sends(monkeypatch: pytest.MonkeyPatch, panel: StancePanel) -> list[str]:
+    """Record every state message the panel's widgets would send to the front end."""
+    sent: list[str] = []
+    ids = set()
+    stack = [panel]
+    while stack:
+        w = stack.pop()
+        ids.add(id(w))
+        stack.extend(getattr(w, "children", ()))
+    original = widgets.Widget.send_state
+
+    def send_state(self: Any, key: Any = None) -> None:
+        if id(self) in ids:
+            sent.append(f"{type(self).__name__}:{key}")
+        original(self, key)
+
+    monkeypatch.setattr(widgets.Widget, "send_state", send_state)
+    return sent
+
+
+def test_a_watched_cell_without_compiled_code_costs_the_panel_nothing(
+    ip: Any, make_panel: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = make_panel()
+    p.expand()
+    run(ip, "%stance watch on")
+    run(ip, "y = f(x)")  # compiles: shown
+    title = p._live.titles[0]
+    sent = _count_sends(monkeypatch, p)
+    for _ in range(5):
+        run(ip, "z = 1")
+    assert len(get_engine().history) >= 6  # measured, ...
+    assert sent == []  # ... but nothing redrawn or even sent
+    assert p._live.titles[0] == title
+
+
+def test_collapsed_panel_updates_one_line_and_draws_on_opening(
+    ip: Any, make_panel: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stance_magic import plots
+
+    drawn: list[int] = []
+    real = plots.history_figure
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        drawn.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plots, "history_figure", counting)
+    p = make_panel()
+    run(ip, "%%stance\ny = f(x)")
+    rep = get_engine().history[-1]
+    assert rep.compiles == 1
+    assert p._live.titles[0].startswith(f"cell {rep.index} · default · ")
+    assert "1 compile (" in p._live.titles[0]
+    assert p._report.value == "" and p._chart.value == b"" and drawn == []
+    p.expand()  # opening fills in the report and draws the chart once
+    assert rep._repr_html_() in p._report.value
+    assert p._chart.value[:8] == b"\x89PNG\r\n\x1a\n" and len(drawn) == 1
+    # A warm cell (cache hits only) changes nothing compiled: summary and
+    # report follow it, the chart is not redrawn.
+    run(ip, "%%stance\ny = f(x)")
+    warm = get_engine().history[-1]
+    assert warm.compiles == 0 and warm.cache_hits == 1
+    assert "nothing compiled, 1 cache hit" in p._live.titles[0]
+    assert warm._repr_html_() in p._report.value and len(drawn) == 1
+    # A stance change is a change: redrawn.
+    run(ip, "%%stance force_eager\ny = f(x)")
+    assert len(drawn) == 2
+    # Two panels share one drawing.
+    q = make_panel()
+    q.expand()
+    assert q._chart.value == p._chart.value and len(drawn) == 2
+
+
+def test_history_chart_is_sized_bounded_and_labelled() -> None:
+    pytest.importorskip("matplotlib")
+    from stance_magic import plots
+    from stance_magic.report import CellReport
+
+    reps = []
+    for i in range(60):
+        r = CellReport(stance="default", index=i + 1, wall_s=0.01)
+        if i % 2 == 0:  # every other cell compiled; the rest only hit the cache
+            r.compiles, r.compile_s, r.wall_s = 1, 0.2, 0.25
+        else:
+            r.cache_hits = 3
+        reps.append(r)
+    reps[-1].error = "RuntimeError: boom"
+    reps[-3].skip_guard_eval_unsafe, reps[-3].backend = True, "eager"
+    for r in reps[-10:]:
+        r.execution_count = r.index + 100  # IPython's In [M], where the report has it
+    cap = plots.history_capacity(plots.HISTORY_WIDTH_PX)
+    assert 10 <= cap <= 16
+    shown, total = plots.history_cells(reps, cap)
+    assert len(shown) == cap and shown[-1] is reps[-1]
+    assert total == 32  # 30 compiling cells + the failed one + the stance change after it
+    fig = plots.history_figure(reps)
+    w, h = fig.get_size_inches() * fig.dpi
+    assert (round(w), round(h)) == (plots.HISTORY_WIDTH_PX, plots.HISTORY_HEIGHT_PX)
+    texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks[-1] == "In [160]" and ticks[0] == f"cell {shown[0].index}"
+    assert "✗ failed" in texts  # a failed cell is marked, not a blank bar
+    assert "default (backend=eager, skip_guard_eval_unsafe)" in texts  # the one notation
+    assert any(t.startswith(f"last {cap} of {total} cells") for t in texts)
+    png = plots.figure_png(fig)
+    assert int.from_bytes(png[16:20], "big") == plots.HISTORY_WIDTH_PX  # drawn 1:1, not scaled
+    empty = plots.history_figure([CellReport(cache_hits=1, index=1)])
+    assert any(
+        "no measured cell has compiled" in t.get_text() for t in empty.texts + empty.axes[0].texts
+    )
+
+
+def test_one_notation_for_a_stance(ip: Any, make_panel: Any) -> None:
+    from stance_magic.engine import stance_text
+    from stance_magic.widget import summary_line
+
+    p = make_panel()
+    out = run(ip, "%stance default -b eager -u").stdout
+    want = "default (backend=eager, skip_guard_eval_unsafe)"
+    assert f"session stance: {want} (was: default)" in out
+    assert stance_text("default", True, "eager") == want
+    assert str(get_engine().session) == want
+    assert f"session stance: {html.escape(want)}" in p._message.value
+    run(ip, "%%stance\nz = 1")  # (compiling now would raise: skip_guard_eval_unsafe)
+    rep = get_engine().history[-1]
+    assert f"· {want} ·" in p._live.titles[0] == summary_line(rep)
+    assert f"<td>{want}</td>" in rep._repr_html_()
+    assert f"stance               {want}" in str(rep)
+
+
+def test_backends_that_cannot_run_are_not_offered_and_are_refused(ip: Any, make_panel: Any) -> None:
+    from stance_magic import probe
+    from stance_magic.engine import StanceError
+
+    usable = probe.usable_backends()
+    assert {"eager", "aot_eager", "inductor"} <= set(usable)
+    assert not {"tvm", "openxla", "openxla_eval", "ts", "aot_ts"} & set(usable)
+    assert "needs the tvm package" in (probe.backend_problem("tvm") or "")
+    assert "torch.jit.script" in (probe.backend_problem("ts") or "")
+    assert "mode" in (probe.backend_problem("aot_eager_decomp_partition_with_mode") or "")
+    with pytest.raises(StanceError, match=r"backend 'tvm' cannot run here: needs the tvm"):
+        make_stance("default", backend="tvm")
+    with capture_output() as cap:
+        result = ip.run_cell("%stance default -b tvm")
+    assert "cannot run here" in str(result.error_in_exec) or "cannot run here" in cap.stderr
+    assert get_engine().session == make_stance("default")
+    p = make_panel()
+    offered = [v for _, v in p._backend.options]
+    assert offered[:3] == [NO_BACKEND, "inductor", "eager"] and "tvm" not in offered
+
+
+def test_reset_under_skip_guard_says_what_torch_will_do(ip: Any, make_panel: Any) -> None:
+    p = make_panel()
+    run(ip, "y = f(x)")  # warm
+    p._skip_guard.value = True
+    p._reset.click()
+    assert "the next call of a compiled function raises RuntimeError" in p._message.value
+    assert "Recompilation triggered with skip_guard_eval_unsafe" in p._message.value
+    assert "compiles from cold" not in p._message.value
+    # ... which is what real torch does:
+    with capture_output():
+        result = ip.run_cell("y = f(x)")
+    assert isinstance(result.error_in_exec, RuntimeError)
+    assert "Recompilation triggered with skip_guard_eval_unsafe" in str(result.error_in_exec)
+    # %stance reset says the same.
+    assert "raises RuntimeError" in run(ip, "%stance reset").stdout
+    p._skip_guard.value = False
+    p._reset.click()
+    assert "compiled code forgotten (torch.compiler.reset()); history kept" in p._message.value
+
+
+def test_a_change_held_back_by_a_running_cell_says_so(ip: Any, make_panel: Any) -> None:
+    import datetime
+    import time
+
+    p = make_panel()
+    run(ip, "z = 1")  # the panel notes when each cell ends
+    ended = p._last_cell_end
+    assert ended is not None and abs(time.time() - ended) < 60
+
+    class Kernel:  # what ipykernel's get_parent gives while it handles a comm message
+        sent = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=4)
+
+        def get_parent(self, channel: str = "shell") -> dict[str, Any]:
+            return {"header": {"msg_type": "comm_msg", "date": self.sent.isoformat()}}
+
+    p._last_cell_end = time.time() - 1  # the change was made 3 s before that cell ended
+    ip.kernel = Kernel()
+    try:
+        p._stance.value = "force_eager"
+    finally:
+        del ip.kernel
+    msg = p._message.value
+    assert "session stance: force_eager (was: default); chosen while a cell was running" in msg
+    assert "(it ran under default): applies from the next cell" in msg
+    # A change made after the last cell ended is not "held back".
+    p._last_cell_end = time.time() - 10
+    ip.kernel = Kernel()
+    try:
+        p._stance.value = "default"
+    finally:
+        del ip.kernel
+    assert "chosen" not in p._message.value
+    assert "session stance: default (was: force_eager)" in p._message.value
+
+
+def test_theme_css_and_the_notes_that_need_no_kernel(make_panel: Any) -> None:
+    from stance_magic.widget import BUSY_NOTE, CSS, RESTART_NOTE
+
+    p = make_panel()
+    assert CSS in p._title.value
+    for var in (
+        "--jp-ui-font-color1",
+        "--jp-border-color2",
+        "--jp-error-color1",
+        "--jp-warn-color1",
+    ):
+        assert var in CSS
+    # Every colour is a theme variable (a literal only as its fallback).
+    import re
+
+    literals = re.findall(r"[:(,]\s*(#[0-9a-f]{3,6})", CSS)
+    assert literals and all(re.search(rf"var\(--jp-[a-z0-9-]+,{c}\)", CSS) for c in literals)
+    assert 'data-jp-theme-light="false"' in CSS and "invert(1)" in CSS  # the chart in dark
+    assert "jupyter-widgets-disconnected" in CSS and "sm-restart" in CSS
+    assert 'data-status="busy"' in CSS and ":focus-within" in CSS
+    assert BUSY_NOTE in p._notes.value.replace("&#x27;", "'")
+    assert RESTART_NOTE in p._notes.value.replace("&#x27;", "'")
+
+
+def test_a_change_from_another_thread_while_a_cell_runs_waits_for_the_cell(
+    ip: Any, make_panel: Any
+) -> None:
+    """JupyterLab >= 4.6 with ipykernel 7 sends widget messages over a kernel
+    subshell: the kernel handles them in another thread while a cell runs.
+    Such a change says so at once and applies when the cell ends."""
+    ip.user_ns["p"] = make_panel()
+    run(ip, "y = f(x)")  # compiled, warm
+    run(
+        ip,
+        "import threading\n"
+        "def later(fn):\n"
+        "    t = threading.Thread(target=fn)\n"
+        "    t.start()\n"
+        "    t.join()\n"
+        "later(lambda: setattr(p._stance, 'value', 'force_eager'))\n"
+        "inside = stance_magic.current_stance().name\n"
+        "said = p._message.value\n"
+        "later(p._reset.click)\n"
+        "said_reset = p._message.value\n"
+        "y = f(x)\n",
+    )
+    assert ip.user_ns["inside"] == "default"  # the running cell is not changed under it
+    assert "session stance: force_eager (was: default) from the next cell" in ip.user_ns["said"]
+    assert "when that cell ends" in ip.user_ns["said_reset"]
+    assert stance_magic.current_stance().name == "force_eager"  # applied at its end
+    assert "is in effect now" in ip.user_ns["p"]._message.value
+    assert get_engine().session == make_stance("force_eager")
+    # ... and so was the reset: f compiles again.
+    run(ip, "%%stance default -q\ny = f(x)")
+    assert get_engine().history[-1].compiles == 1
