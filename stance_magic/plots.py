@@ -266,6 +266,7 @@ def changed_something(rep: Any, previous: Any = None) -> bool:
         or rep.eager_fallbacks
         or rep.refused_recompiles
         or rep.eager_first_calls
+        or getattr(rep, "failed_compiles", 0)
         or rep.error
     ):
         return True

@@ -157,7 +157,9 @@ def used_compiled_code(rep: Any, previous: Any = None) -> bool:
     :func:`stance_magic.plots.changed_something`) or ran compiled code."""
     from .plots import changed_something
 
-    return bool(rep.cache_hits) or changed_something(rep, previous)
+    return bool(rep.cache_hits or getattr(rep, "compiled_calls", 0)) or changed_something(
+        rep, previous
+    )
 
 
 def summary_line(rep: Any, session: Stance | None = None) -> str:
@@ -190,6 +192,9 @@ def summary_line(rep: Any, session: Stance | None = None) -> str:
         parts.append(_plural(rep.eager_fallbacks, "eager fallback"))
     if rep.refused_recompiles:
         parts.append(_plural(rep.refused_recompiles, "refused recompile"))
+    eager = sum(getattr(rep, "eager_calls", {}).values())
+    if eager:
+        parts.append(f"{_plural(eager, 'call')} run eagerly")
     parts.append(_plural(rep.cache_hits, "cache hit"))
     line = f"{cell_label(rep)} · {stance} · {fmt_s(rep.wall_s)}: {', '.join(parts)}"
     if rep.error:
@@ -261,6 +266,7 @@ class StancePanel(_Base):
         self._chart_stale = False
         self._chart_pending = False
         self._last_cell_end: float | None = None
+        self._cell_depth = 0
         if shell is None:
             from IPython import get_ipython
 
@@ -486,11 +492,15 @@ class StancePanel(_Base):
     # made without %load_ext tells it too (both calls are idempotent), so that
     # a change handled while a cell runs waits for it.
     def _on_pre_run_cell(self, info: Any = None) -> None:
-        self._engine.cell_started()
+        self._cell_depth += 1  # a cell can run cells: only the outermost counts
+        if self._cell_depth == 1:
+            self._engine.cell_started()
 
     def _on_post_run_cell(self, result: Any = None) -> None:
-        self._engine.cell_ended()
-        self._last_cell_end = time.time()
+        self._cell_depth = max(self._cell_depth - 1, 0)
+        if not self._cell_depth:
+            self._engine.cell_ended()
+            self._last_cell_end = time.time()
 
     @contextlib.contextmanager
     def _quiet(self) -> Iterator[None]:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_overhead.py"
 
 ROWS = (
@@ -138,3 +140,36 @@ def test_memory_benchmark_quick_run(tmp_path):
         assert r["ratio"] > 0 and r["events"] > 0 and r["peak_bytes"] > 0
     peaks = res["first_call_peaks"]
     assert peaks["aot_eager_then_compile"] < peaks["eager_then_compile"]
+
+
+PANEL_SCRIPT = SCRIPT.parent / "bench_panel.py"
+
+
+def test_panel_benchmark_quick_run(tmp_path):
+    """bench_panel.py in a real kernel with tiny counts: it runs, prints every
+    row and a verdict, and its figures are positive (timings not asserted)."""
+    pytest.importorskip("ipywidgets")
+    pytest.importorskip("jupyter_client")
+    out = tmp_path / "panel.json"
+    proc = subprocess.run(
+        [sys.executable, str(PANEL_SCRIPT), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=str(PANEL_SCRIPT.parent.parent),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = proc.stdout
+    for row in (
+        "trivial cell `x = 1`, watch on",
+        "warm compiled call `y = f(x)`, panel collapsed",
+        "warm compiled call `y = f(x)`, live area open",
+    ):
+        assert row in text, f"missing row {row!r} in:\n{text}"
+    assert text.count("MET") + text.count("MISSED") == 1
+    assert "Traceback" not in proc.stderr, proc.stderr
+    res = json.loads(out.read_text())
+    for cell in res["cells"].values():
+        for fig in (cell["open"], cell["none"], cell["ratio"]):
+            assert fig["n"] >= 1 and fig["median"] > 0 and fig["q3"] >= fig["q1"] > 0
+    assert res["history_after"] >= 1  # the warm calls were measured

@@ -77,8 +77,10 @@ CELLS = [
     "p1.close()",
     "p1 = stance_magic.panel()\np1",
     "p2 = stance_magic.panel()\np2",
+    "y = f(torch.ones(5))",  # a new shape: a recompile
+    "%%stance fail_on_recompile\ny = f(torch.ones(2, 2))",  # refused: the cell fails
 ]
-SETUP, PANEL, MEASURED, TRIVIAL, SLEEP, CLOSE, REOPEN, SECOND = range(len(CELLS))
+SETUP, PANEL, MEASURED, TRIVIAL, SLEEP, CLOSE, REOPEN, SECOND, RECOMPILE, FAIL = range(len(CELLS))
 
 
 def _free_port() -> int:
@@ -245,7 +247,14 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shots = {
         name: ARTIFACTS / f"{name}.png"
-        for name in ("panel", "panel-open", "panel-busy", "panel-dark", "panel-restarted")
+        for name in (
+            "panel",
+            "panel-open",
+            "panel-busy",
+            "panel-dark",
+            "panel-narrow",
+            "panel-restarted",
+        )
     }
     for shot in shots.values():
         shot.unlink(missing_ok=True)
@@ -255,8 +264,8 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
         )
         try:
             page = browser.new_page(viewport={"width": 1000, "height": 1400})
-            page.set_default_timeout(90_000)
-            expect.set_options(timeout=90_000)
+            page.set_default_timeout(60_000)
+            expect.set_options(timeout=45_000)
             page.goto(f"{base}/lab/tree/panel.ipynb?token={token}&reset")
             page.wait_for_function("() => !!window.jupyterapp", timeout=60_000)
             page.locator(".jp-Notebook .jp-Cell").first.wait_for()
@@ -282,7 +291,7 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
                     clip={
                         "x": max(box["x"] - 70, 0),
                         "y": max(box["y"] - 12, 0),
-                        "width": min(box["width"] + 82, 1000),
+                        "width": min(box["width"] + 82, page.viewport_size["width"]),
                         "height": box["height"] + 24,
                     },
                 )
@@ -310,7 +319,7 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             page.wait_for_function(KERNEL_IDLE, polling=100)
             run(MEASURED)
             expect(output(MEASURED)).to_contain_text("STANCE: default")
-            expect(header).to_contain_text("cell 1 · default · ")
+            expect(header).to_contain_text(re.compile(r"In \[\d+\] · default · "))
             expect(header).to_contain_text("1 compile (")
             expect(live.locator(".sm-report-box")).to_be_hidden()
             box = panel.bounding_box()
@@ -325,6 +334,16 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             expect(chart).to_be_visible()
             size = chart.evaluate("(img) => [img.naturalWidth, img.clientWidth]")
             assert size[0] == 720 and size[1] == size[0], size  # drawn 1:1, not shrunk
+
+            # -- a recompile and a failed cell: marked in the summary and the chart -
+            first_png = chart.get_attribute("src")
+            run(RECOMPILE)
+            expect(header).to_contain_text("1 recompile")
+            run(FAIL)
+            expect(output(FAIL)).to_contain_text("fail_on_recompile")
+            expect(header).to_contain_text("fail_on_recompile")
+            expect(header).to_contain_text("failed: RuntimeError")
+            expect(chart).not_to_have_attribute("src", first_png or "")  # redrawn
 
             # -- a trivial cell, watch on: a panel open costs it nothing ------------
             for _ in range(20):  # some history first: 20 more measured cells
@@ -452,6 +471,18 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             flt = live.locator("img.sm-chart").evaluate("(e) => getComputedStyle(e).filter")
             assert "invert(1)" in flt, flt
             shoot("panel-dark", panel)
+
+            # -- a narrow notebook: the controls wrap, the dropdowns stay aligned ---
+            page.set_viewport_size({"width": 560, "height": 1400})
+            page.wait_for_timeout(500)
+            stance_box = panel.locator(".sm-stance select").bounding_box()
+            backend_box = panel.locator(".sm-backend select").bounding_box()
+            assert stance_box is not None and backend_box is not None
+            assert backend_box["y"] > stance_box["y"] + 10, (stance_box, backend_box)  # wrapped
+            assert abs(backend_box["x"] - stance_box["x"]) < 2, (stance_box, backend_box)
+            assert abs(backend_box["width"] - stance_box["width"]) < 2
+            shoot("panel-narrow", panel)
+            page.set_viewport_size({"width": 1000, "height": 1400})
 
             # -- kernel restart: the panel says it must be reopened -----------------
             page.evaluate(
