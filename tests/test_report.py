@@ -142,9 +142,10 @@ def test_guard_cost_timed_in_situ_against_direct_check_and_profiler(sh):
         sh.user_ns["cm"](*sh.user_ns["xs"])
     (n, total), _ = prof.stop()
     assert n == 50
-    # plus a fixed few µs of call overhead (the call into the function and
-    # Dynamo's frame set-up), which real models do not notice (test_real_models)
-    assert total / n / 1.5 <= rep.guard_per_call_s <= 1.5 * total / n + 10e-6
+    # plus a fixed few µs of call overhead (the call into the function, its
+    # 32 arguments and Dynamo's frame set-up; more on a loaded machine), which
+    # real models do not notice (test_real_models: within 1.5x there)
+    assert total / n / 1.5 <= rep.guard_per_call_s <= 1.5 * total / n + 25e-6
     # first call: no lookup; the median lookup times the lookups, the total sums them
     assert rep.guard_s == pytest.approx(rep.guard_per_call_s * 49, rel=0.5)
     assert rep.guard_method.startswith("timed in situ: 49 lookups")
