@@ -336,7 +336,7 @@ def history_figure(
     from matplotlib.patches import Patch
 
     from .engine import stance_text
-    from .render import fmt_s
+    from .render import fmt_bytes, fmt_s
 
     reps = list(reports)
     shown, total = history_cells(reps, history_capacity(width_px))
@@ -403,9 +403,11 @@ def history_figure(
             hatch="////",
             linewidth=1.2,
         )
-    # Headroom for up to three lines of figures above the tallest bar.
+    memory = any(r.memory for r in shown)
+    # Headroom for up to three lines of figures above the tallest bar (four
+    # when cells measured memory: their peak is one more line).
     top = max(bottom) or 1.0
-    reserve = min(40.0 / plot_h, 0.45)
+    reserve = min((49.0 if memory else 40.0) / plot_h, 0.5)
     ax.set_ylim(0, top / (1 - reserve))
     for i, r in enumerate(shown):
         lines = [(fmt_s(r.wall_s), INK)]
@@ -416,6 +418,8 @@ def history_figure(
             lines.append((f"⎇{breaks}", INK_SOFT))
         if r.error:
             lines.append(("✗ failed", FAIL))
+        if r.peak_bytes is not None:
+            lines.append((f"◆{fmt_bytes(r.peak_bytes)}", COLORS["memory"]))
         for k, (text, color) in enumerate(lines):
             ax.annotate(
                 text,
@@ -491,6 +495,8 @@ def history_figure(
         labelcolor=INK,
     )
     caption = "↻ recompiles · ⎇ graph breaks · ✗ failed (hatched)"
+    if memory:
+        caption += " · ◆ peak memory (-m)"
     note = fig.text(
         1 - _RIGHT_PX / W, 5 / H, caption, fontsize=7.5, color=INK_SOFT, ha="right", va="bottom"
     )

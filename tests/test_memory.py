@@ -151,3 +151,27 @@ def test_cuda_memory_from_the_caching_allocator(sh):  # pragma: no cover - needs
     cuda = [f for f in rep.memory if f.device.startswith("cuda")]
     assert cuda and cuda[0].peak_bytes == pytest.approx(MB64, rel=0.03)
     assert abs(cuda[0].end_bytes) < 1024
+
+
+def test_history_chart_marks_each_cells_peak(sh):
+    pytest.importorskip("matplotlib")
+    from stance_magic.plots import history_figure
+
+    sh.run_cell("f = torch.compile(lambda x: x * 2, backend='eager')")
+    run(sh, "%%stance default -m -q\ny = f(torch.ones(1000))")
+    run(sh, "%%stance default -q\ny = f(torch.ones(3, 3))")
+    fig = history_figure(stance_magic.history())
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts] + [t.get_text() for t in fig.texts]
+    marks = [t for t in texts if t.startswith("◆")]
+    assert marks == [f"◆{_fmt(last_with_memory(sh))}"]
+    assert any("peak memory (-m)" in t for t in texts)
+
+
+def _fmt(n):
+    from stance_magic.render import fmt_bytes
+
+    return fmt_bytes(n)
+
+
+def last_with_memory(sh):
+    return next(r for r in reversed(stance_magic.history()) if r.memory).peak_bytes
