@@ -634,9 +634,8 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
     # per lookup: the median, so one lookup preempted by the OS does not move it
     rep.guard_per_call_s = statistics.median(window.lookup_samples)
     rep.guard_method = (
-        f"timed in situ: {_plural(timed, 'lookup')}, each from torch.compile handing the "
-        "call to Dynamo to the end of the cache lookup (frame locals and guard checks); "
-        "total, and the median per lookup"
+        f"timed in situ: {_plural(timed, 'lookup')}, each from torch.compile's call into "
+        "Dynamo to the end of the lookup (frame locals, guard checks)"
     )
     if untimed:
         rep.guard_bound = (
