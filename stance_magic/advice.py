@@ -62,10 +62,10 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
         share = guard_run / rep.compiled_s
         if share >= GUARD_SHARE and not rep.recompiles and not rep.skip_guard_eval_unsafe:
             hints.append(
-                f"guard evaluation is {share:.0%} of the steady-state run "
+                f"cache lookups (guards) are {share:.0%} of the steady-state run "
                 f"({fmt_s(guard_run)} of {fmt_s(rep.compiled_s)}): -u "
-                "(skip_guard_eval_unsafe) may help, but only once no further "
-                "recompiles are needed; otherwise results are silently wrong"
+                "(skip_guard_eval_unsafe) skips most guards and may help, but only once no "
+                "further recompiles are needed; otherwise results are silently wrong"
             )
     elif (
         compare is None
@@ -78,9 +78,10 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
         and not rep.skip_guard_eval_unsafe
     ):
         hints.append(
-            f"guard evaluation is {rep.guard_s / rep.wall_s:.0%} of this cell "
+            f"cache lookups (guards) are {rep.guard_s / rep.wall_s:.0%} of this cell "
             f"({fmt_s(rep.guard_s)} of {fmt_s(rep.wall_s)}): -u (skip_guard_eval_unsafe) "
-            "may help once warmed up, with its risk of silently wrong results"
+            "skips most guards and may help once warmed up, with its risk of silently "
+            "wrong results"
         )
     if compare is not None:
         runs = len(compare.compiled_runs)

@@ -495,16 +495,22 @@ class _Mark:
     closed: bool = False
 
 
+_MISSING = object()
+
+
 class _Activation:
     """One torch.compile call in flight: when torch handed it to Dynamo."""
 
-    __slots__ = ("callback", "consumed", "frame_id", "stance", "t0", "target")
+    __slots__ = ("callback", "consumed", "frame_id", "key", "stance", "t0", "target")
 
-    def __init__(self, frame_id: int, t0: float, stance: str, callback: Any) -> None:
+    def __init__(self, frame_id: int, t0: float, stance: str, callback: Any, key: Any) -> None:
         self.frame_id = frame_id
         self.t0 = t0
         self.stance = stance
+        #: what torch will run the frame with (names the backend)
         self.callback = callback
+        #: torch.compile's own callback for the function: one per compiled object
+        self.key = key
         self.target: Any = None
         self.consumed = False
 
@@ -567,6 +573,8 @@ class Recorder:
         #: (kind, key, seconds) lookup and eager-call events, in order
         self._events: list[tuple[str, Any, float]] = []
         self._act: _Activation | None = None
+        #: torch.compile's callback -> the function it compiles (see _fn_of)
+        self._fns: dict[Any, Any] = {}
         self._module_by_id: dict[str, tuple[str, str, int | None]] = {}
 
     # -- installation -----------------------------------------------------
@@ -692,12 +700,20 @@ class Recorder:
             if self._act is not None:
                 self._end_activation(self._act)
             stance = _eval_frame()._stance.stance
-            act = _Activation(id(f), 0.0, stance, result)
+            act = _Activation(id(f), 0.0, stance, result, callback)
             if stance in _EAGER_STANCES or result in (None, False):
-                act.target = f.f_locals.get("fn")
+                act.target = self._fn_of(callback, f)
             self._act = act
             act.t0 = self._clock()
         return result
+
+    def _fn_of(self, callback: Any, frame: Any) -> Any:
+        """The function a compile_wrapper frame calls (its local ``fn``), cached
+        per torch.compile object: reading a frame's locals costs microseconds."""
+        fn = self._fns.get(callback, _MISSING)
+        if fn is _MISSING:
+            fn = self._fns[callback] = frame.f_locals.get("fn")
+        return fn
 
     def _end_activation(self, act: _Activation) -> None:
         """A torch.compile call ended (or the next began) without a lookup or a
@@ -722,7 +738,7 @@ class Recorder:
                 # the lookup of the very function a torch.compile call handed
                 # to Dynamo: timed from that moment to now
                 act.consumed = True
-                act.target = owner.f_locals.get("fn")
+                act.target = self._fn_of(act.key, owner)
                 self._events.append(("timed", (act.target, cache_hit), t - act.t0))
             else:
                 # a lookup further down (a resume function after a graph

@@ -635,7 +635,8 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
     rep.guard_per_call_s = statistics.median(window.lookup_samples)
     rep.guard_method = (
         f"timed in situ: {_plural(timed, 'lookup')}, each from torch.compile's call into "
-        "Dynamo to the end of the lookup (frame locals, guard checks)"
+        "Dynamo to the end of the lookup (frame locals, guard checks); -u saves part of "
+        "it, as it still builds the locals and runs the guards that tell entries apart"
     )
     if untimed:
         rep.guard_bound = (
