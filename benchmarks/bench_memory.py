@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from stance_magic.render import fmt_bytes, fmt_s
 
-    rounds = 3 if args.quick else 9
+    rounds = 3 if args.quick else 21
     results = [measure(name, work, rounds) for name, work in workloads(args.quick)]
     peaks = first_call_peaks()
     print(
