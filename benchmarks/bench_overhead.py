@@ -38,8 +38,14 @@ from typing import Any, Callable, Iterator
 REPO = Path(__file__).resolve().parent.parent
 
 #: Targets (seconds, ratio); a miss is reported, never fatal.
-TARGET_CELL_ADDED_S = 150e-6
-TARGET_LOOP_RATIO = 1.05
+#: What an empty %%stance -q cell may add, as a share of what %%time adds in
+#: the same run (timings here drift up to 3x between sessions; a ratio from
+#: one run does not). 0.95 is the old 150 µs target against %%time's 160 µs.
+TARGET_CELL_VS_TIME = 0.95
+#: What measuring may add to a model loop of about 3 ms a call (issue 9): the
+#: per-call time the hooks add to a tiny compiled function, over 3 ms.
+TARGET_MODEL_CALL_S = 3e-3
+TARGET_LOOP_RATIO = 1.03
 HEAVY_MODULES = ("torch", "matplotlib", "ipywidgets")
 
 #: The "empty" cell. A cell of only whitespace is short-circuited by IPython
@@ -463,20 +469,26 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     out = []
     if "cells" in results:
         added = results["cells"]["added"]["stance_q"].median
+        ref = results["cells"]["added"]["time"].median
+        share = added / ref if ref > 0 else float("inf")
         out.append(
             (
-                "empty cell under %%stance -q, added per cell",
-                fmt_t(added),
-                f"≤ {fmt_t(TARGET_CELL_ADDED_S)}",
-                added <= TARGET_CELL_ADDED_S,
+                "empty cell under %%stance -q, added per cell, as a share of %%time's",
+                f"{fmt_t(added)} / {fmt_t(ref)} = {share:.2f}",
+                f"≤ {TARGET_CELL_VS_TIME:.2f}",
+                share <= TARGET_CELL_VS_TIME,
             )
         )
     if "loop" in results:
-        r = results["loop"]["ratio"]["stance_q"].median
+        loop = results["loop"]
+        per_call = loop["cells"]["stance_q"].median / loop["calls"]
+        bare = loop["cells"]["bare_pristine"].median / loop["calls"]
+        r = 1 + max(per_call - bare, 0.0) / TARGET_MODEL_CALL_S
         out.append(
             (
-                f"{results['loop']['calls']:,} compiled calls under %%stance -q vs bare torch",
-                fmt_ratio(r),
+                "added per compiled call, on a model call of "
+                f"{fmt_t(TARGET_MODEL_CALL_S)} (from the tiny-call loop)",
+                f"{fmt_d(per_call - bare)} → {r:.4f}×",
                 f"≤ {fmt_ratio(TARGET_LOOP_RATIO)}",
                 r <= TARGET_LOOP_RATIO,
             )

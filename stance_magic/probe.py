@@ -556,6 +556,7 @@ class Recorder:
         self._orig_cfs: Any = None
         self._orig_chromium: Any = None
         self._cw_code: Any = None
+        self._ef: Any = None
         self._clock = time.perf_counter
         self._get_ident = threading.get_ident
         self._generation = 0
@@ -585,6 +586,7 @@ class Recorder:
 
     def _install_hooks(self) -> None:
         t = _torch_hooks()
+        self._ef = t.ef
         if self._cw_code is None:
             self._cw_code = _compile_wrapper_code(t.ef)
         self._prev_guard_hook = t.c_eval_frame.set_guard_complete_hook(self._guard_hook)
@@ -664,6 +666,9 @@ class Recorder:
                 lg = logging.getLogger(qname)
                 self._log_state.append((lg, lg.level, lg.propagate))
             self._log_on = True
+        first = self._log_state[0][0]
+        if first.level == logging.DEBUG and self._handler in first.handlers:
+            return  # as we left it: torch's logging was not reset since (set_logs)
         enabled = getattr(log_state, "is_artifact_enabled", None)
         user_wants = bool(enabled("graph_breaks")) if enabled is not None else False
         for lg, _level, _propagate in self._log_state:
@@ -694,12 +699,14 @@ class Recorder:
     # -- hooks (hot path: keep them small) ---------------------------------
     def _callback_from_stance(self, callback: Any) -> Any:
         result = self._orig_cfs(callback)
+        if callback is None:  # torch._dynamo.disable's wrappers: never a compiled call
+            return result
         f = sys._getframe(1)
         if f.f_code is self._cw_code and self._get_ident() in self._threads:
             self._calls += 1
             if self._act is not None:
                 self._end_activation(self._act)
-            stance = _eval_frame()._stance.stance
+            stance = self._ef._stance.stance
             act = _Activation(id(f), 0.0, stance, result, callback)
             if stance in _EAGER_STANCES or result in (None, False):
                 act.target = self._fn_of(callback, f)
@@ -733,7 +740,8 @@ class Recorder:
             act = self._act
             owner = None
             if act is not None and not act.consumed:
-                owner = _find_owner(caller, act.frame_id)
+                # most often torch.compile's wrapper itself made the call
+                owner = caller if id(caller) == act.frame_id else _find_owner(caller, act.frame_id)
             if owner is not None:
                 # the lookup of the very function a torch.compile call handed
                 # to Dynamo: timed from that moment to now
