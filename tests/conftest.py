@@ -29,6 +29,18 @@ def shell():
     InteractiveShell.clear_instance()
 
 
+@pytest.fixture
+def sh(shell):
+    """The shell with torch and stance_magic imported in the user namespace."""
+    shell.run_cell("import torch, stance_magic")
+    return shell
+
+
+def last(sh):
+    """The last measured cell's report."""
+    return sh.user_ns["stance_magic"].history()[-1]
+
+
 def run(sh, code: str):
     """Run a cell as the user would and capture what they see."""
     with capture_output() as cap:
@@ -51,4 +63,4 @@ def _torch_default():
     torch.compiler.set_stance("default")
 
 
-__all__ = ["html_outputs", "run", "stance_magic", "text_outputs"]
+__all__ = ["html_outputs", "last", "run", "stance_magic", "text_outputs"]

@@ -126,11 +126,13 @@ def _quick(name: str, tmp_path: Path) -> tuple[str, object]:
 
 def test_guard_benchmark_quick_run(tmp_path):
     text, res = _quick("bench_guards.py", tmp_path)
-    assert "stance_magic (in situ)" in text and "outside clock" in text
-    for r in res:
-        assert r["ours_s"] > 0 and r["profiler_s"] > 0 and r["profiler_events"] == 5
+    assert "stance_magic, per lookup (the report)" in text and "outside clock" in text
+    assert "added per compiled call while measuring" in text
+    for r in res["models"]:
+        assert r["ours_s"] > 0 and r["profiler_s"] > 0 and r["ours_skip_s"] > 0
         assert r["overhead_ratio"] > 0
-        assert "stance_magic / profiler" in r["ratios"]
+        assert r["ratios"]["report / profiler"] > 0
+    assert res["added_per_call_s"] is not None
 
 
 def test_memory_benchmark_quick_run(tmp_path):

@@ -9,7 +9,7 @@ from IPython.core.error import UsageError
 import stance_magic
 from stance_magic import probe
 
-from conftest import html_outputs, run, text_outputs
+from conftest import html_outputs, last, run, text_outputs
 
 MB64 = 16 * 1024 * 1024 * 4  # bytes of torch.ones(16 Mi) in float32
 
@@ -23,16 +23,6 @@ torch.manual_seed(0)
 w = torch.randn(256, 1024, requires_grad=True)
 cblocks = torch.compile(blocks, backend="aot_eager")
 """
-
-
-def last(sh):
-    return sh.user_ns["stance_magic"].history()[-1]
-
-
-@pytest.fixture
-def sh(shell):
-    shell.run_cell("import torch, stance_magic")
-    return shell
 
 
 def test_a_freed_64_mb_tensor_is_the_peak_and_nothing_is_left(sh):

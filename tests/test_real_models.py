@@ -25,7 +25,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from stance_magic import probe
 
-from conftest import run
+from conftest import last, run
 
 pytest.importorskip("transformers")
 
@@ -33,10 +33,6 @@ SETUP = """
 import torch, stance_magic, models
 from torch._dynamo.testing import CompileCounterWithBackend
 """
-
-
-def last(sh):
-    return sh.user_ns["stance_magic"].history()[-1]
 
 
 @pytest.fixture

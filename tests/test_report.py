@@ -14,17 +14,7 @@ from torch._dynamo.utils import get_compilation_metrics
 import stance_magic
 from stance_magic import probe
 
-from conftest import html_outputs, run, text_outputs
-
-
-def last(sh):
-    return sh.user_ns["stance_magic"].history()[-1]
-
-
-@pytest.fixture
-def sh(shell):
-    shell.run_cell("import torch, stance_magic")
-    return shell
+from conftest import html_outputs, last, run, text_outputs
 
 
 def test_compiles_match_compile_counter_with_graph_break(sh):
