@@ -111,21 +111,22 @@ def report_figure(rep: Any) -> Any:
         [
             ("eager run", COLORS["eager"], [v * scale for v in eager]),
             ("compile", COLORS["compile"], [v * scale for v in comp]),
-            ("guard evaluation", COLORS["guard"], [v * scale for v in guard]),
+            ("cache lookups (guards)", COLORS["guard"], [v * scale for v in guard]),
             ("execution", COLORS["run"], [v * scale for v in exe]),
         ],
     )
-    from .render import fmt_s
+    from .render import cell_label, fmt_s
 
     run_i = len(labels) - 1
     summary = (
-        f"compile {fmt_s(comp[run_i])} · guard evaluation {fmt_s(guard[run_i])} · "
+        f"compile {fmt_s(comp[run_i])} · cache lookups {fmt_s(guard[run_i])} · "
         f"execution {fmt_s(exe[run_i])}"
     )
     if rep.eager_s is not None:
         summary = f"eager {fmt_s(rep.eager_s)} | " + summary
     ax.set_xlabel(f"wall time of the cell ({unit})")
-    ax.set_title(f"cell {rep.index}: {summary}", fontsize=9, loc="left")
+    which = cell_label(rep)
+    ax.set_title(f"{which}: {summary}" if which else summary, fontsize=9, loc="left")
     _legend(ax)
     return fig
 
@@ -245,13 +246,6 @@ RECOMPILE = "#c2185b"
 STANCE_TINTS = ("#dde7f3", "#f3e3d3", "#dcefe4", "#ece0f2", "#f2eccd", "#e3e3e3")
 
 
-def cell_label(rep: Any) -> str:
-    """How the chart and the panel name a measured cell: IPython's ``In [M]``
-    when the report knows it, else its place in the history (``cell 3``)."""
-    number = getattr(rep, "execution_count", None)
-    return f"In [{number}]" if number else f"cell {rep.index}"
-
-
 def changed_something(rep: Any, previous: Any = None) -> bool:
     """Whether a measured cell changed what torch.compile holds or does:
     it compiled, recompiled, missed the cache, broke the graph, fell back,
@@ -336,7 +330,7 @@ def history_figure(
     from matplotlib.patches import Patch
 
     from .engine import stance_text
-    from .render import fmt_bytes, fmt_s
+    from .render import cell_label, fmt_bytes, fmt_s
 
     reps = list(reports)
     shown, total = history_cells(reps, history_capacity(width_px))

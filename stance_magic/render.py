@@ -123,11 +123,13 @@ def _more(n: int) -> str:
     return f"and {n} more (all in the report's data and %stance history --json)"
 
 
-def _which_cell(rep: CellReport) -> str:
-    """``In [7]`` (IPython's number) when known, else ``cell 3`` (the history position)."""
-    if rep.execution_count is not None:
-        return f"In [{rep.execution_count}]"
-    return f"cell {rep.index}" if rep.index else ""
+def cell_label(rep: Any) -> str:
+    """How reports, charts and the panel name a measured cell: IPython's
+    ``In [7]`` when known, else its place in the history (``cell 3``)."""
+    number = getattr(rep, "execution_count", None)
+    if number:
+        return f"In [{number}]"
+    return f"cell {rep.index}" if getattr(rep, "index", 0) else ""
 
 
 def _notes(rep: CellReport) -> list[str]:
@@ -142,7 +144,7 @@ def _notes(rep: CellReport) -> list[str]:
 
 
 def report_text(rep: CellReport) -> str:
-    which = _which_cell(rep)
+    which = cell_label(rep)
     title = f"stance_magic report, {which}" if which else "stance_magic report"
     rows = report_rows(rep)
     width = max(len(r[0]) for r in rows)
@@ -175,7 +177,7 @@ CSS = (
 
 def report_html(rep: CellReport) -> str:
     e = html.escape
-    which = _which_cell(rep)
+    which = cell_label(rep)
     title = f"stance_magic · {which}" if which else "stance_magic"
     rows = []
     for label, value, details in report_rows(rep):

@@ -171,8 +171,7 @@ def summary_line(rep: Any, session: Stance | None = None) -> str:
     >>> summary_line(CellReport(stance="default", index=3, wall_s=0.5, compile_s=0.4, compiles=1))
     'cell 3 · default · 500.0 ms: 1 compile (400.0 ms), 0 cache hits'
     """
-    from .plots import cell_label
-    from .render import fmt_s
+    from .render import cell_label, fmt_s
 
     stance = stance_text(rep.stance, rep.skip_guard_eval_unsafe, rep.backend)
     if session is not None and stance != str(session):
