@@ -1021,8 +1021,8 @@ def describe_callable(obj: Any) -> tuple[str, str, int | None]:
         return "(unknown)", "", None
     if isinstance(obj, types.CodeType):
         if obj.co_name.startswith("torch_dynamo_resume_in_"):
-            loc = resume_location(obj.co_name)
-            return f"resume function ({loc})", obj.co_filename, None
+            fn, line = resume_parts(obj.co_name) or (obj.co_name, 0)
+            return f"{fn} after the graph break at line {line}", obj.co_filename, line
         return (
             f"{obj.co_name} (frames it calls)",
             obj.co_filename,
@@ -1408,14 +1408,6 @@ def resume_parts(co_name: str | None) -> tuple[str, int] | None:
         return None
     m = re.match(r"torch_dynamo_resume_in_(.+)_at_(\d+)$", co_name)
     return (m.group(1), int(m.group(2))) if m else None
-
-
-def resume_location(co_name: str | None) -> str | None:
-    """``f at line 14`` from a resume function name, else None."""
-    if not co_name:
-        return None
-    m = re.match(r"torch_dynamo_resume_in_(.+)_at_(\d+)$", co_name)
-    return f"{m.group(1)}, line {m.group(2)}" if m else None
 
 
 def deque_limit() -> int | None:

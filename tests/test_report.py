@@ -167,10 +167,12 @@ def test_guard_cost_is_the_looked_up_functions_own(sh):
     assert rep.guard_per_call_s >= 0.8 * direct
     (target,) = rep.guard_targets
     assert target.name == "wide" and target.timed == 30
-    run(sh, "%%stance default -q\nfor s in small:\n    s(torch.ones(2))")
+    run(
+        sh, "%%stance default -q\nfor _ in range(5):\n    for s in small:\n        s(torch.ones(2))"
+    )
     small = last(sh)
     assert small.guard_per_call_s < rep.guard_per_call_s
-    assert len(small.guard_targets) == 4
+    assert len(small.guard_targets) == 4 and {t.timed for t in small.guard_targets} == {5}
 
 
 def test_wall_time_against_an_outside_clock(sh):
