@@ -39,22 +39,11 @@ ROWS = (
 
 
 def test_benchmark_quick_run(tmp_path):
-    out = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=str(SCRIPT.parent.parent),
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    text = proc.stdout
+    text, res = _quick(SCRIPT.name, tmp_path)
     for row in ROWS:
         assert row in text, f"missing row {row!r} in:\n{text}"
     assert text.count("MET") + text.count("MISSED") == 3
-    assert "Traceback" not in proc.stderr, proc.stderr
 
-    res = json.loads(out.read_text())
     figures = [
         *(res["cells"]["cells"][k] for k in ("plain_no_hooks", "plain", "stance_q", "time")),
         *(res["report_cells"]["cells"][k] for k in ("plain", "stance_report", "stance_chart")),

@@ -35,6 +35,15 @@ from torch._dynamo.testing import CompileCounterWithBackend
 """
 
 
+#: GPT-2 compiled with a backend that counts the graphs handed to it.
+COUNTED_GPT2 = """
+cc = CompileCounterWithBackend('eager')
+gpt = models.gpt2()
+cgpt = torch.compile(gpt, backend=cc)
+ids = torch.randint(0, 256, (1, 8))
+"""
+
+
 @pytest.fixture
 def sh(shell):
     shell.run_cell(SETUP)
@@ -109,12 +118,7 @@ def frame_records(recs):
 
 @pytest.mark.parametrize("cache", [False, True], ids=["no-kv-cache", "kv-cache"])
 def test_gpt2_generation_every_figure_against_torch(sh, cache):
-    sh.run_cell(
-        "cc = CompileCounterWithBackend('eager')\n"
-        "gpt = models.gpt2()\n"
-        "cgpt = torch.compile(gpt, backend=cc)\n"
-        "ids = torch.randint(0, 256, (1, 8))\n"
-    )
+    sh.run_cell(COUNTED_GPT2)
     t0 = time.time_ns() // 1000
     with torch_logs() as logs, lookup_events() as events:
         res, _ = run(
@@ -289,12 +293,7 @@ def test_gpt2_with_a_printing_hook_counts_every_break(sh):
 
 
 def test_reset_inside_a_cell_keeps_every_figure(sh):
-    sh.run_cell(
-        "cc = CompileCounterWithBackend('eager')\n"
-        "gpt = models.gpt2()\n"
-        "cgpt = torch.compile(gpt, backend=cc)\n"
-        "ids = torch.randint(0, 256, (1, 8))\n"
-    )
+    sh.run_cell(COUNTED_GPT2)
     t0 = time.time_ns() // 1000
     res, _ = run(
         sh,
