@@ -459,8 +459,8 @@ class Window:
     reset_seen: bool = False
     #: where the graph-break figures come from ("log" or "counters")
     break_source: str = "log"
-    #: (lookups, seconds) from the profiler, when --profile-guards was asked for
-    profiled_lookups: tuple[int, float] | None = None
+    #: each lookup's seconds from the profiler, when --profile-guards was asked for
+    profiled_lookups: list[float] | None = None
 
     @property
     def timed_lookups(self) -> int:
@@ -1357,8 +1357,8 @@ class CellProfiler:
             _autograd._prepare_profiler(cfg, activities)
             _autograd._enable_profiler(cfg, activities, scopes)
 
-    def stop(self) -> tuple[tuple[int, float] | None, list[MemoryFigure]]:
-        """(lookups and their seconds, or None; memory figures per device)."""
+    def stop(self) -> tuple[list[float] | None, list[MemoryFigure]]:
+        """(each lookup's seconds, or None; memory figures per device)."""
         import torch
         from torch._C import _autograd
 
@@ -1367,8 +1367,7 @@ class CellProfiler:
         events = result.events()
         lookups = None
         if self.lookups:
-            looked = [e for e in events if e.name() == CACHE_LOOKUP_EVENT]
-            lookups = (len(looked), sum(e.duration_ns() for e in looked) / 1e9)
+            lookups = [e.duration_ns() / 1e9 for e in events if e.name() == CACHE_LOOKUP_EVENT]
         figures: list[MemoryFigure] = []
         if self.memory:
             cpu = _autograd.DeviceType.CPU

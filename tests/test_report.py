@@ -130,14 +130,16 @@ def test_guard_cost_timed_in_situ_against_direct_check_and_profiler(sh):
     prof = probe.CellProfiler(lookups=True)
     for _ in range(50):
         sh.user_ns["cm"](*sh.user_ns["xs"])
-    (n, total), _ = prof.stop()
-    assert n == 50
+    events, _ = prof.stop()
+    assert len(events) == 50
+    med = statistics.median(events)
     # plus a fixed few µs of call overhead (the call into the function, its
     # 32 arguments and Dynamo's frame set-up; more on a loaded machine), which
     # real models do not notice (test_real_models: within 1.5x there)
-    assert total / n / 1.5 <= rep.guard_per_call_s <= 1.5 * total / n + 25e-6
-    # first call: no lookup; the median lookup times the lookups, the total sums them
-    assert rep.guard_s == pytest.approx(rep.guard_per_call_s * 49, rel=0.5)
+    assert med / 1.5 <= rep.guard_per_call_s <= 1.5 * med + 25e-6
+    # first call: no lookup; the total sums the 49 timed lookups
+    assert rep.guard_s == pytest.approx(sum(t.seconds for t in rep.guard_targets))
+    assert rep.guard_s >= 0.5 * 49 * rep.guard_per_call_s
     assert rep.guard_method.startswith("timed in situ: 49 lookups")
     assert rep.guard_bound is None and rep.guard_lookups_timed == 49
     assert rep.guard_count > 32
@@ -366,7 +368,7 @@ def test_profile_guards_measures_lookups_with_the_profiler(sh):
         assert res.success
         rep = last(sh)
         assert rep.guard_method.startswith("measured: 20 'TorchDynamo Cache Lookup'")
-        assert rep.guard_s > 0 and rep.guard_per_call_s == pytest.approx(rep.guard_s / 20)
+        assert rep.guard_s > 0 and 0 < rep.guard_per_call_s <= rep.guard_s
         assert rep.cache_hits == 20
 
 
