@@ -31,8 +31,32 @@ def _atomic_write(path: str | os.PathLike[str], text: str) -> Path:
     hold (a surrogate-escaped byte from a file name or an error message) is
     written as a backslash escape.
     """
-    target = Path(path).expanduser()
+    target, real, mode = _check_target(path)
     data = text.encode("utf-8", errors="backslashreplace")
+    fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", dir=real.parent)
+    try:
+        try:
+            fh = os.fdopen(fd, "wb")
+        except BaseException:
+            os.close(fd)
+            raise
+        with fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return target
+
+
+def _check_target(path: str | os.PathLike[str]) -> tuple[Path, Path, int]:
+    """(the path as given, the file it leads to, the mode to write it with),
+    or the error a write would raise, before anything is written."""
+    target = Path(path).expanduser()
     try:
         st = os.stat(target)  # follows links: what the path leads to
     except FileNotFoundError:
@@ -54,24 +78,24 @@ def _atomic_write(path: str | os.PathLike[str], text: str) -> Path:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", dir=directory)
-    try:
-        try:
-            fh = os.fdopen(fd, "wb")
-        except BaseException:
-            os.close(fd)
-            raise
-        with fh:
-            fh.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return target
+    if not os.access(directory, os.W_OK):
+        raise PermissionError(errno.EACCES, f"cannot write in {directory}")
+    return target, real, mode
+
+
+class ExportError(OSError):
+    """One export of several could not be written; ``written`` lists those that were."""
+
+    def __init__(self, path: str, reason: str, written: list[Path]) -> None:
+        super().__init__(reason)
+        self.path = path
+        self.reason = reason
+        self.written = written
+
+    def __str__(self) -> str:
+        done = ", ".join(str(p) for p in self.written)
+        tail = f" (already written: {done})" if done else " (nothing was written)"
+        return f"cannot write {self.path}: {self.reason}{tail}"
 
 
 def csv_text(reports: Iterable[Any]) -> str:
@@ -89,7 +113,39 @@ def write_csv(reports: Iterable[Any], path: str | os.PathLike[str]) -> Path:
     return _atomic_write(path, csv_text(reports))
 
 
+def json_text(reports: Iterable[Any]) -> str:
+    data = [r.to_dict() for r in reports]
+    return json.dumps(data, indent=1, default=str) + "\n"
+
+
 def write_json(reports: Iterable[Any], path: str | os.PathLike[str]) -> Path:
     """Every report in full (``CellReport.to_dict``), whole or not at all."""
-    data = [r.to_dict() for r in reports]
-    return _atomic_write(path, json.dumps(data, indent=1, default=str) + "\n")
+    return _atomic_write(path, json_text(reports))
+
+
+def write_exports(
+    reports: Iterable[Any],
+    csv_path: str | os.PathLike[str] | None = None,
+    json_path: str | os.PathLike[str] | None = None,
+) -> list[Path]:
+    """Write the CSV and the JSON export, both or neither: every target is
+    checked before the first is written, so a bad path writes nothing. A
+    failure after that (the disk filled up) says what was already written."""
+    reports = list(reports)
+    jobs = [(p, fn) for p, fn in ((csv_path, csv_text), (json_path, json_text)) if p]
+    for path, _ in jobs:
+        try:
+            _check_target(path)
+        except OSError as err:
+            raise ExportError(str(path), _reason(err), []) from None
+    written: list[Path] = []
+    for path, text in jobs:
+        try:
+            written.append(_atomic_write(path, text(reports)))
+        except OSError as err:
+            raise ExportError(str(path), _reason(err), written) from None
+    return written
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror if err.strerror else str(err)

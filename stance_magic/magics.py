@@ -332,15 +332,10 @@ class StanceMagics(Magics):
         if rest:
             raise UsageError(f"%stance history: unexpected word {rest[0]!r}")
         hist = History(self.engine.history)
-        written = []
-        for path, write in ((args.csv, export.write_csv), (args.json, export.write_json)):
-            if not path:
-                continue
-            try:
-                written.append(write(hist, path))
-            except OSError as err:
-                reason = err.strerror if err.strerror else str(err)
-                raise UsageError(f"%stance history: cannot write {path}: {reason}") from None
+        try:
+            written = export.write_exports(hist, args.csv, args.json)
+        except export.ExportError as err:
+            raise UsageError(f"%stance history: {err}") from None
         if not args.quiet:
             rows = f"{len(hist)} row{'s' if len(hist) != 1 else ''}"
             for path in written:

@@ -392,6 +392,13 @@ def no_disk_caches() -> Iterator[None]:
 #: torch.compile call that made it (torch's own skipped frames in between:
 #: ``Module.__call__``, ``_call_impl``).
 _WALK_LIMIT = 12
+#: Frames walked up from an untimed lookup to the torch.compile call running it.
+_OWNER_WALK_LIMIT = 64
+#: torch's function that lists every cache entry's failed guard (convert_frame
+#: imports it by name; fail_on_recompile's callback imports it at call time).
+_REASONS_FN = "get_and_maybe_log_recompilation_reasons"
+#: torch's check of the recompile limit (convert_frame imports it by name).
+_EXCEEDS_FN = "exceeds_recompile_limit"
 
 #: Stances under which a torch.compile call can run its function eagerly
 #: without looking anything up (nothing compiled yet, or compiling disabled).
@@ -429,6 +436,19 @@ class Target:
 
 
 @dataclass
+class LimitHit:
+    """A frame that reached torch's recompile limit: torch runs it eagerly
+    from then on whenever none of its cache entries matches."""
+
+    #: (name, file, line) of the frame, as the report names it
+    frame: tuple[str, str, int | None]
+    #: torch's config name (``recompile_limit``, ``accumulated_recompile_limit``)
+    config: str
+    limit: int | None
+    compile_id: str | None = None
+
+
+@dataclass
 class RecordInfo:
     """What the recorder learnt about one compile record while it was made."""
 
@@ -438,6 +458,40 @@ class RecordInfo:
     during_eager_call: bool = False
     #: calls eager_then_compile had seen of this frame when it compiled
     example_calls: int | None = None
+    #: the frame whose lookup missed, for a record torch wrote without a
+    #: code name (the one that hit the recompile limit)
+    frame: tuple[str, str, int | None] | None = None
+    #: the recompile limit this attempt hit (torch then ran the frame eagerly)
+    limit: LimitHit | None = None
+    #: every cache entry's failed guard, as torch listed them before recompiling
+    guard_failures: list[str] = field(default_factory=list)
+    #: AOTAutograd ran in this compile (False: the backend never used it)
+    aot_autograd: bool | None = None
+    #: an exception was propagating when torch wrote the record: the compile
+    #: did not finish (a backend raised, the cell was interrupted)
+    exception: str | None = None
+
+
+#: What torch did after a cache miss.
+MISS_COMPILED = "compiled"  # a compile record followed (also a failed one)
+MISS_LIMIT = "limit"  # the frame is at its recompile limit: ran eagerly
+MISS_EAGER = "eager"  # eager_on_recompile was in force: ran eagerly
+MISS_REFUSED = "refused"  # fail_on_recompile was in force: raised
+MISS_NONE = "none"  # nothing compiled and no stance explains it
+
+
+@dataclass
+class MissEvent:
+    """One cache miss and what torch did about it, under the stance in force
+    at that call (not the stance the cell was started with)."""
+
+    key: Any = field(repr=False)
+    stance: str
+    outcome: str = MISS_NONE
+    #: every cache entry's failed guard (torch's text), when torch listed them
+    failures: list[str] = field(default_factory=list)
+    limit: LimitHit | None = None
+    compile_id: str | None = None
 
 
 @dataclass
@@ -461,6 +515,8 @@ class Window:
     break_source: str = "log"
     #: each lookup's seconds from the profiler, when --profile-guards was asked for
     profiled_lookups: list[float] | None = None
+    #: every cache miss with what torch did after it
+    miss_events: list[MissEvent] = field(default_factory=list)
 
     @property
     def timed_lookups(self) -> int:
@@ -490,6 +546,7 @@ class _Mark:
     records: int
     breaks: int
     events: int
+    miss_events: int
     generation: int
     counters: dict[str, int] | None
     closed: bool = False
@@ -562,6 +619,12 @@ class Recorder:
         self._generation = 0
         self._sentinel: Any = None
         self._reset_hits = 0
+        self._orig_reasons: list[tuple[Any, str, Any]] = []
+        self._orig_exceeds: Any = None
+        #: frames at their recompile limit, kept across windows (torch keeps
+        #: running them eagerly): id(key) -> (key, code, LimitHit)
+        self._limits: dict[int, tuple[Any, Any, LimitHit]] = {}
+        self._aot_seen = 0
         self._clear_running()
 
     def _clear_running(self) -> None:
@@ -577,6 +640,14 @@ class Recorder:
         #: torch.compile's callback -> the function it compiles (see _fn_of)
         self._fns: dict[Any, Any] = {}
         self._module_by_id: dict[str, tuple[str, str, int | None]] = {}
+        #: every cache miss, with what torch did after it
+        self._miss_list: list[MissEvent] = []
+        #: the last miss, until torch compiles, refuses or runs its frame
+        self._pending: MissEvent | None = None
+        #: the code of the pending miss's frame (torch listed its guards)
+        self._pending_code: Any = None
+        #: torch.compile calls by their compile_wrapper frame
+        self._acts: dict[int, _Activation] = {}
 
     # -- installation -----------------------------------------------------
     @property
@@ -597,6 +668,16 @@ class Recorder:
         self._orig_chromium = getattr(t.utils, "add_compilation_metrics_to_chromium", None)
         if self._orig_chromium is not None:
             t.utils.add_compilation_metrics_to_chromium = self._on_record
+        self._orig_reasons = []
+        for mod in (t.convert_frame, t.guards):
+            orig = getattr(mod, _REASONS_FN, None)
+            if orig is not None:
+                self._orig_reasons.append((mod, _REASONS_FN, orig))
+                setattr(mod, _REASONS_FN, self._reasons_wrapper(orig))
+        self._orig_exceeds = getattr(t.convert_frame, _EXCEEDS_FN, None)
+        if self._orig_exceeds is not None:
+            t.convert_frame.exceeds_recompile_limit = self._exceeds_wrapper(self._orig_exceeds)
+        self._aot_seen = _aot_dispatch_count()
         self._register_sentinel()
         self._hooks_on = True
 
@@ -616,6 +697,14 @@ class Recorder:
             t.utils.add_compilation_metrics_to_chromium == self._on_record
         ):
             t.utils.add_compilation_metrics_to_chromium = self._orig_chromium
+        for mod, name, orig in self._orig_reasons:
+            if getattr(getattr(mod, name, None), "_stance_magic_wraps", None) is orig:
+                setattr(mod, name, orig)
+        self._orig_reasons = []
+        exceeds = getattr(t.convert_frame, _EXCEEDS_FN, None)
+        if getattr(exceeds, "_stance_magic_wraps", None) is self._orig_exceeds is not None:
+            setattr(t.convert_frame, _EXCEEDS_FN, self._orig_exceeds)
+        self._orig_exceeds = None
         self._unregister_sentinel()
         self._hooks_on = False
 
@@ -706,11 +795,14 @@ class Recorder:
             self._calls += 1
             if self._act is not None:
                 self._end_activation(self._act)
+            if self._pending is not None:
+                self._settle_miss()
             stance = self._ef._stance.stance
             act = _Activation(id(f), 0.0, stance, result, callback)
             if stance in _EAGER_STANCES or result in (None, False):
                 act.target = self._fn_of(callback, f)
             self._act = act
+            self._acts[act.frame_id] = act
             act.t0 = self._clock()
         return result
 
@@ -732,6 +824,8 @@ class Recorder:
     def _guard_hook(self, cache_hit: bool) -> bool:
         t = self._clock()
         if self._threads and self._get_ident() in self._threads:
+            if self._pending is not None:
+                self._settle_miss()
             if cache_hit:
                 self._hits += 1
             else:
@@ -746,18 +840,109 @@ class Recorder:
                 # the lookup of the very function a torch.compile call handed
                 # to Dynamo: timed from that moment to now
                 act.consumed = True
-                act.target = self._fn_of(act.key, owner)
-                self._events.append(("timed", (act.target, cache_hit), t - act.t0))
+                key = act.target = self._fn_of(act.key, owner)
+                self._events.append(("timed", (key, cache_hit), t - act.t0))
             else:
                 # a lookup further down (a resume function after a graph
                 # break, a frame compiled on its own): no start to time from;
-                # it belongs to the torch.compile call in flight
-                key = act.target if act is not None and act.consumed else _caller_key(caller)
+                # it belongs to the innermost torch.compile call still running
+                act = self._running_call(caller)
+                key = act.target if act is not None else _caller_key(caller)
                 self._events.append(("untimed", (key, cache_hit), 0.0))
+            if not cache_hit:
+                stance = act.stance if act is not None else self._ef._stance.stance
+                self._pending = MissEvent(key, stance)
+                self._pending_code = None
+                self._miss_list.append(self._pending)
         prev = self._prev_guard_hook
         if prev is not None:
             return prev(cache_hit)
         return cache_hit
+
+    def _running_call(self, frame: Any) -> _Activation | None:
+        """The innermost torch.compile call whose compile_wrapper frame is on
+        the stack above ``frame`` (a resume function belongs to the function
+        that broke, not to a compiled function it called before)."""
+        f = frame
+        cw = self._cw_code
+        for _ in range(_OWNER_WALK_LIMIT):
+            if f is None:
+                return None
+            if f.f_code is cw:
+                act = self._acts.get(id(f))
+                if act is None:
+                    return None
+                if act.target is None:
+                    act.target = self._fn_of(act.key, f)
+                return act
+            f = f.f_back
+        return None
+
+    def _settle_miss(self) -> None:
+        """The pending miss ended without a compile record: what torch did
+        instead follows from the stance in force at that call."""
+        miss = self._pending
+        self._pending = None
+        self._pending_code = None
+        if miss is None or miss.outcome != MISS_NONE:
+            return
+        if miss.stance == "eager_on_recompile":
+            miss.outcome = MISS_EAGER
+            return
+        if miss.stance == "force_eager":
+            return
+        entry = self._limits.get(id(miss.key))
+        if entry is not None and entry[0]() is miss.key:
+            if _cache_entry_count(entry[1]):
+                miss.outcome = MISS_LIMIT
+                miss.limit = entry[2]
+            else:  # torch.compiler.reset() ran since: the limit is gone
+                self._limits.pop(id(miss.key), None)
+
+    def _reasons_wrapper(self, orig: Any) -> Any:
+        """torch lists every cache entry's failed guard before it recompiles
+        (and before fail_on_recompile refuses): keep the whole list."""
+
+        def get_and_maybe_log_recompilation_reasons(*args: Any, **kwargs: Any) -> Any:
+            reasons = orig(*args, **kwargs)
+            miss = self._pending
+            if miss is not None and self._get_ident() in self._threads:
+                try:
+                    frame = args[1] if len(args) > 1 else kwargs.get("frame")
+                    self._pending_code = getattr(frame, "f_code", None)
+                    miss.failures = [str(r) for r in reasons or ()]
+                    skip = kwargs.get("skip_logging", args[3] if len(args) > 3 else False)
+                    if skip and miss.stance == "fail_on_recompile":
+                        # only fail_on_recompile's callback asks without logging:
+                        # it raises right after
+                        miss.outcome = MISS_REFUSED
+                        self._pending = None
+                except Exception:  # a nicety: never break torch
+                    pass
+            return reasons
+
+        get_and_maybe_log_recompilation_reasons._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return get_and_maybe_log_recompilation_reasons
+
+    def _exceeds_wrapper(self, orig: Any) -> Any:
+        def exceeds_recompile_limit(*args: Any, **kwargs: Any) -> Any:
+            result = orig(*args, **kwargs)
+            miss = self._pending
+            if miss is not None and self._get_ident() in self._threads:
+                try:
+                    exceeded, config_name = result
+                    if exceeded:
+                        miss.limit = LimitHit(
+                            frame=_describe_frame(self._pending_code, miss.key),
+                            config=str(config_name),
+                            limit=_config_value(config_name),
+                        )
+                except Exception:
+                    pass
+            return result
+
+        exceeds_recompile_limit._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return exceeds_recompile_limit
 
     def _on_record(self, rec: Any) -> None:
         orig = self._orig_chromium
@@ -767,8 +952,36 @@ class Recorder:
             return
         self._records.append(rec)
         info = RecordInfo()
+        exc = sys.exc_info()[1]
+        if exc is not None:
+            info.exception = type(exc).__name__
+        aot = _aot_dispatch_count()
+        # torch clears its timings on reset: a drop still means it ran if any
+        info.aot_autograd = aot > self._aot_seen or (0 < aot < self._aot_seen)
+        self._aot_seen = aot
         cid = str(getattr(rec, "compile_id", ""))
         info.module = self._module_by_id.pop(cid, None)
+        miss = self._pending
+        if miss is not None and self._pending_code is not None and is_frame_compile(rec):
+            # the compile (or the refused attempt) that the last miss led to
+            code = self._pending_code
+            self._pending = None
+            self._pending_code = None
+            miss.compile_id = cid
+            info.guard_failures = list(miss.failures)
+            limit = miss.limit or _limit_from_record(rec, code or miss.key)
+            if limit is not None:
+                limit.compile_id = cid
+                miss.limit = info.limit = limit
+                miss.outcome = MISS_LIMIT
+                self._limits[id(miss.key)] = (_weak(miss.key), code, limit)
+            else:
+                miss.outcome = MISS_COMPILED
+            if getattr(rec, "co_name", None) is None:
+                info.frame = _describe_frame(code, miss.key)
+        elif getattr(rec, "co_name", None) is None and is_frame_compile(rec):
+            limit = _limit_from_record(rec, None)
+            info.limit = limit
         act = self._act
         if is_frame_compile(rec):
             info.example_calls = _example_calls(rec)
@@ -782,7 +995,7 @@ class Recorder:
                     info.during_eager_call = True
         self._info[id(rec)] = info
 
-    def _testing_hook(self, guard_manager: Any, local_scope: Any, builder: Any) -> None:
+    def _testing_hook(self, guard_manager: Any, local_scope: Any, builder: Any = None) -> None:
         prev = self._prev_testing_hook
         if prev is not None:
             prev(guard_manager, local_scope, builder)
@@ -824,6 +1037,7 @@ class Recorder:
             records=len(self._records),
             breaks=len(self._breaks),
             events=len(self._events),
+            miss_events=len(self._miss_list),
             generation=self._reset_hits,
             counters=None if self._log_on else _graph_break_counters(),
         )
@@ -834,10 +1048,13 @@ class Recorder:
         """Close the window opened with ``mark`` and return what it saw."""
         if mark.closed or mark not in self._marks:
             return Window()
+        if self._pending is not None:
+            self._settle_miss()
         if self._act is not None and mark is self._marks[0]:
             self._end_activation(self._act)
         reset_seen = self._sentinel_gone()
         if reset_seen:
+            self._limits.clear()
             self._reset_hits += 1
             self._register_sentinel()
         window = self._window(mark)
@@ -887,6 +1104,17 @@ class Recorder:
             if not hit:
                 t.misses += 1
         window.targets = list(targets.values())
+        for miss in self._miss_list[mark.miss_events :]:
+            window.miss_events.append(
+                MissEvent(
+                    key=describe_callable(miss.key),
+                    stance=miss.stance,
+                    outcome=miss.outcome,
+                    failures=list(miss.failures),
+                    limit=miss.limit,
+                    compile_id=miss.compile_id,
+                )
+            )
         return window
 
     def close_all(self) -> None:
@@ -917,11 +1145,13 @@ class _TorchHooks:
     guards: Any
     utils: Any
     callback_handler: Any
+    convert_frame: Any
 
 
 @functools.cache
 def _torch_hooks() -> _TorchHooks:
     require_torch()
+    import torch._dynamo.convert_frame as convert_frame
     import torch._dynamo.guards as guards
     from torch._C._dynamo import eval_frame as c_eval_frame
     from torch._dynamo import utils
@@ -931,7 +1161,7 @@ def _torch_hooks() -> _TorchHooks:
         raise TorchSupportError(
             f"torch {_torch_str()} has no set_guard_complete_hook; cache hits cannot be counted"
         )
-    return _TorchHooks(_eval_frame(), c_eval_frame, guards, utils, callback_handler)
+    return _TorchHooks(_eval_frame(), c_eval_frame, guards, utils, callback_handler, convert_frame)
 
 
 class _BreakHandler(logging.Handler):
@@ -1192,7 +1422,7 @@ def is_module_wrapper(rec: Any) -> bool:
     return rec.co_name == "inner" and filename.endswith(("_dynamo/external_utils.py",))
 
 
-def record_phases(rec: Any) -> dict[str, float]:
+def record_phases(rec: Any, aot_autograd: bool | None = None) -> dict[str, float]:
     """Exclusive compile phases of one CompilationMetrics record, in seconds.
 
     torch's cumulative fields nest (Dynamo contains AOTAutograd contains
@@ -1200,6 +1430,11 @@ def record_phases(rec: Any) -> dict[str, float]:
     phases add up to the record's total. ``backend`` is Inductor's own time
     without code generation, or the whole backend call for a backend that
     does not go through AOTAutograd (``eager``, a user's callable).
+
+    ``aot_autograd=False`` says AOTAutograd never ran in this compile (the
+    recorder saw it build no dispatcher): torch's
+    ``aot_autograd_cumulative_compile_time_us`` then times the whole backend
+    call, which is the backend's time, not AOTAutograd's.
     """
 
     def us(name: str) -> float:
@@ -1215,7 +1450,11 @@ def record_phases(rec: Any) -> dict[str, float]:
     else:
         dynamo_total = min(us("dynamo_cumulative_compile_time_us") or total, total)
         aot_total = us("aot_autograd_cumulative_compile_time_us")
-        if aot_total:
+        if aot_total and aot_autograd is False:
+            backend_total = min(aot_total, dynamo_total)
+            aot = 0.0
+            backend = backend_total - codegen
+        elif aot_total:
             backend_total = min(aot_total, dynamo_total)
             aot = backend_total - inductor
             backend = inductor - codegen
@@ -1244,12 +1483,105 @@ def record_total_s(rec: Any) -> float:
 
 
 def is_frame_compile(rec: Any) -> bool:
-    """A Dynamo frame compile (not a lazy backward nor a runtime record)."""
+    """A Dynamo frame compile (not a lazy backward nor a runtime record).
+
+    torch writes the attempt that hits the recompile limit without a code
+    name, with its ``fail_type`` set: it counts as a (failed) frame compile.
+    """
     return (
         getattr(rec, "is_forward", True) is not False
         and not getattr(rec, "is_runtime", False)
-        and getattr(rec, "co_name", None) is not None
+        and (getattr(rec, "co_name", None) is not None or bool(getattr(rec, "fail_type", None)))
     )
+
+
+_LIMIT_TEXT = re.compile(
+    r"exceeding the (?P<name>\w+) cache size limit \(currently set to (?P<n>\d+)\)"
+)
+
+
+def _limit_from_record(rec: Any, frame_of: Any) -> LimitHit | None:
+    """The recompile limit a failed record says it hit, read from torch's text
+    (when the limit check itself was not seen)."""
+    reason = getattr(rec, "fail_reason", None) or ""
+    if "recompile limit" not in reason and "cache_size_limit" not in reason:
+        return None
+    m = _LIMIT_TEXT.search(reason)
+    name = m.group("name") if m else recompile_limit_name()
+    limit = int(m.group("n")) if m else _config_value(name)
+    frame = _describe_frame(frame_of, None)
+    return LimitHit(frame=frame, config=name, limit=limit, compile_id=None)
+
+
+def recompile_limit_name() -> str:
+    """The installed torch's name for the per-frame recompile limit."""
+    from torch._dynamo import config
+
+    return "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+
+
+def dynamo_config_flag(name: str) -> bool | None:
+    """A boolean of ``torch._dynamo.config`` (None where this torch has none)."""
+    from torch._dynamo import config
+
+    value = getattr(config, name, None)
+    return value if isinstance(value, bool) else None
+
+
+def _config_value(name: Any) -> int | None:
+    from torch._dynamo import config
+
+    value = getattr(config, str(name), None)
+    return value if isinstance(value, int) else None
+
+
+def _cache_entry_count(code: Any) -> int:
+    """Cache entries a code object has now (0 after torch.compiler.reset())."""
+    if code is None or not isinstance(code, types.CodeType):
+        return 1  # cannot tell: keep what was seen
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    try:
+        return len(_debug_get_cache_entry_list(code))
+    except Exception:
+        return 1
+
+
+def _weak(obj: Any) -> Callable[[], Any]:
+    """A weak reference where the object takes one (a model must not be kept
+    alive by the recorder), else a strong one."""
+    import weakref
+
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
+def _describe_frame(code: Any, key: Any) -> tuple[str, str, int | None]:
+    """How a report names the frame of a cache miss: from its code object
+    (a resume function by its graph break), else from what was called."""
+    if isinstance(code, types.CodeType):
+        resumed = resume_parts(code.co_name)
+        if resumed:
+            fn, line = resumed
+            return f"{fn} after the graph break at line {line}", code.co_filename, line
+        if key is not None and not isinstance(key, types.CodeType):
+            name, filename, line = describe_callable(key)
+            if filename == code.co_filename:
+                return name, filename, line
+        return code.co_name, code.co_filename, code.co_firstlineno
+    if key is None:
+        return "(unknown)", "", None
+    return describe_callable(key)
+
+
+def _aot_dispatch_count() -> int:
+    """How many times AOTAutograd built a dispatcher in this process (torch
+    times each under this name); a compile that adds none never ran it."""
+    from torch._dynamo.utils import compilation_time_metrics
+
+    return len(compilation_time_metrics.get("create_aot_dispatcher_function", ()))
 
 
 def is_backward_compile(rec: Any) -> bool:

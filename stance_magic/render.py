@@ -58,17 +58,13 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
         comp += f"  ({_breakdown(rep)})"
     rows.append(("compile time", comp, []))
     rows.append(("compiles", _compiles_value(rep), [_frame_line(rep, f) for f in rep.frames]))
-    rows.append(
-        (
-            "recompiles",
-            str(len(rep.recompiles)),
-            [f"{r.where}: {r}" for r in rep.recompile_details],
-        )
-    )
+    rows.append(("recompiles", str(len(rep.recompiles)), _recompile_lines(rep)))
+    for lim in rep.recompile_limits:
+        rows.append(("recompile limit", _limit_value(lim), _limit_details(lim)))
     nb = sum(g.count for g in rep.graph_break_details)
     rows.append(("graph breaks", str(nb), [f"{g.count}× {g}" for g in rep.graph_break_details]))
     rows.append(("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", []))
-    rows.append(("guards", _guard_value(rep), _guard_details(rep)))
+    rows.append(("cache lookups", _guard_value(rep), _guard_details(rep)))
     for fig in rep.memory:
         rows.append(
             (
@@ -79,13 +75,23 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
             )
         )
     if rep.stance == "eager_on_recompile" or rep.eager_fallbacks:
-        rows.append(("eager fallbacks", str(rep.eager_fallbacks), []))
+        why = (
+            []
+            if rep.stance == "eager_on_recompile"
+            else ["eager_on_recompile was in force at those calls (set inside the cell)"]
+        )
+        rows.append(("eager fallbacks", str(rep.eager_fallbacks), why))
     if rep.stance == "fail_on_recompile" or rep.refused_recompiles:
+        why = (
+            []
+            if rep.stance == "fail_on_recompile"
+            else ["fail_on_recompile was in force at those calls (set inside the cell)"]
+        )
         rows.append(
             (
                 "refused recompiles",
                 str(rep.refused_recompiles),
-                [f"guard that failed: {g}" for g in rep.refused_guards],
+                why + [f"guard that failed: {g}" for g in rep.refused_guards],
             )
         )
     rows.extend(_eager_rows(rep))
@@ -345,16 +351,48 @@ def _frame_line(rep: CellReport, f: Any) -> str:
 
 
 def _guard_value(rep: CellReport) -> str:
+    # A lookup is more than its guard checks (the frame's locals, the call
+    # into Dynamo): the figure is named for what it times.
     if rep.guard_s is None:
-        text = "evaluation n/a"
+        text = "time n/a"
     else:
         bound = "≥ " if rep.guard_bound else ""
-        text = f"evaluation {bound}{fmt_s(rep.guard_s)}"
+        text = f"{bound}{fmt_s(rep.guard_s)}"
         if rep.guard_per_call_s is not None:
             text += f" ({fmt_s(rep.guard_per_call_s)} per timed lookup, median)"
     if rep.compiles:
         text += f"; {rep.guard_count} guards in the entries compiled here"
     return text
+
+
+def _recompile_lines(rep: CellReport) -> list[str]:
+    """Each recompile with torch's first reason, then the guard that failed on
+    every other cache entry (torch's record keeps only the first)."""
+    out = []
+    for r in rep.recompile_details:
+        out.append(f"{r.where}: {r}")
+        for f in r.failures[1:]:
+            out.append(f"↳ also failed: {f}")
+    return out
+
+
+def _limit_value(lim: Any) -> str:
+    text = f"{lim.where} is at {lim.setting} = {lim.limit if lim.limit is not None else '?'}"
+    if lim.compile_id:
+        text = f"hit ({lim.compile_id}): {text}"
+    if lim.eager_calls:
+        text += f"; {_plural(lim.eager_calls, 'call')} ran eagerly because of it"
+    return text
+
+
+def _limit_details(lim: Any) -> list[str]:
+    out = [
+        "torch stops compiling a frame at its limit: every later call that no cache entry "
+        "matches runs eagerly, silently"
+    ]
+    for f in lim.failures:
+        out.append(f"guard that failed: {f}")
+    return out
 
 
 def _guard_details(rep: CellReport) -> list[str]:

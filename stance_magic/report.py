@@ -60,6 +60,25 @@ class FrameCompile:
 
 
 @dataclass
+class GuardFailure:
+    """The guard that failed on one cache entry when torch looked for a match."""
+
+    #: torch's text, with the entry's compile id first (``0/1: n == 2``)
+    reason: str
+    #: the user's line the guard came from, as torch points at it
+    guard_source: str = ""
+
+    @property
+    def entry(self) -> str:
+        """The compile id of the entry the guard belongs to (``0/1``)."""
+        head = self.reason.split(":", 1)[0]
+        return head if "/" in head else ""
+
+    def __str__(self) -> str:
+        return f"{self.reason}  ← {self.guard_source}" if self.guard_source else self.reason
+
+
+@dataclass
 class Recompile:
     """One recompile: torch's reason, where the frame is, and the guard's source."""
 
@@ -68,9 +87,35 @@ class Recompile:
     compile_id: str
     #: the user's line the failed guard came from, as torch points at it
     guard_source: str = ""
+    #: every cache entry's failed guard (torch keeps only the first in its
+    #: record's ``recompile_reason``)
+    failures: list[GuardFailure] = field(default_factory=list)
 
     def __str__(self) -> str:
         return f"{self.reason}  ← {self.guard_source}" if self.guard_source else self.reason
+
+
+@dataclass
+class RecompileLimit:
+    """A frame that reached torch's recompile limit: torch stops compiling
+    it and runs every call that no cache entry matches eagerly."""
+
+    where: str
+    #: torch's config name, as the installed torch spells it
+    config: str
+    limit: int | None
+    #: the attempt torch refused (its record), when it happened in this cell
+    compile_id: str | None
+    #: calls of this cell that ran eagerly because of the limit
+    eager_calls: int = 0
+    #: the guards that failed on the attempt that hit the limit
+    failures: list[GuardFailure] = field(default_factory=list)
+    #: torch._dynamo.config.automatic_dynamic_shapes when the report was made
+    automatic_dynamic: bool | None = None
+
+    @property
+    def setting(self) -> str:
+        return f"torch._dynamo.config.{self.config}"
 
 
 @dataclass
@@ -164,8 +209,15 @@ class CellReport:
     guard_lookups_timed: int = 0
     guard_lookups_untimed: int = 0
     guard_targets: list[GuardTarget] = field(default_factory=list)
+    #: calls that ran eagerly after a miss because eager_on_recompile was in
+    #: force at that call (set on the %%stance line or inside the cell)
     eager_fallbacks: int = 0
+    #: misses that fail_on_recompile (in force at that call) refused
     refused_recompiles: int = 0
+    #: frames at torch's recompile limit in this cell, and the calls that
+    #: ran eagerly because of it
+    recompile_limits: list[RecompileLimit] = field(default_factory=list)
+    limit_eager_calls: int = 0
     eager_first_calls: int = 0
     #: torch.compile calls that ran their function without any compiled
     #: code and without a lookup, by the stance they ran under
@@ -255,6 +307,8 @@ class CellReport:
             "guard_lookups_timed": self.guard_lookups_timed,
             "guard_lookups_untimed": self.guard_lookups_untimed,
             "eager_fallbacks": self.eager_fallbacks,
+            "limit_eager_calls": self.limit_eager_calls,
+            "recompile_limit_hits": sum(1 for x in self.recompile_limits if x.compile_id),
             "eager_first_calls": self.eager_first_calls,
             "refused_recompiles": self.refused_recompiles,
             "eager_s": self.eager_s,
@@ -418,6 +472,8 @@ def _frame_name(rec: Any, info: Any) -> tuple[str, str, int | None]:
     """How the report names a compiled frame: the nn.Module's class for a
     module's forward (through torch's wrapper or a library's decorator too),
     a resume function by where its graph break was."""
+    if rec.co_name is None and getattr(info, "frame", None) is not None:
+        return info.frame  # torch wrote no code name (the recompile-limit attempt)
     name = rec.co_name or "(backward)"
     filename, line = rec.co_filename or "", rec.co_firstlineno
     module = getattr(info, "module", None)
@@ -457,7 +513,6 @@ def build_report(
     frames: list[FrameCompile] = []
     breakdown = dict.fromkeys(PHASES, 0.0)
     cold = 0
-    recompiled = 0
     for rec in window.records:
         if probe.is_frame_compile(rec):
             kind = "frame"
@@ -466,7 +521,7 @@ def build_report(
         else:
             continue
         info = window.info.get(id(rec))
-        phases = probe.record_phases(rec)
+        phases = probe.record_phases(rec, getattr(info, "aot_autograd", None))
         for k, v in phases.items():
             breakdown[k] += v
         name, filename, line = _frame_name(rec, info)
@@ -478,12 +533,22 @@ def build_report(
         ):
             backend = "aot_eager"  # torch compiles the first call under aot_eager
         graph = getattr(rec, "backend_compile_time_s", None) is not None or kind == "backward"
+        failed = (
+            f"{rec.fail_type}: {_first_line(rec.fail_reason or '')}".rstrip(": ")
+            if rec.fail_type
+            else None
+        )
+        exception = getattr(info, "exception", None)
+        if failed is None and exception is not None:
+            # torch wrote the record while an exception unwound the compile
+            # (a backend raised, the cell was interrupted): no graph exists
+            failed = f"{exception}: the compile did not finish"
+        if failed is not None and kind == "frame" and getattr(info, "limit", None) is None:
+            graph = graph and not exception
         if kind == "frame":
             acc = getattr(rec, "accumulated_cache_size", None)
             if acc == 0 or (acc is None and not rec.recompile_reason):
                 cold += 1
-            else:
-                recompiled += 1
         frames.append(
             FrameCompile(
                 compile_id=str(rec.compile_id),
@@ -495,11 +560,7 @@ def build_report(
                 phases=phases,
                 guard_count=rec.guard_count,
                 recompile_reason=rec.recompile_reason,
-                failed=(
-                    f"{rec.fail_type}: {_first_line(rec.fail_reason or '')}".rstrip(": ")
-                    if rec.fail_type
-                    else None
-                ),
+                failed=failed,
                 backend=backend if graph else None,
                 graph=graph,
                 during_eager_call=bool(getattr(info, "during_eager_call", False)),
@@ -531,10 +592,18 @@ def build_report(
     rep.graphs = sum(1 for f in frames if f.graph and not f.failed)
     rep.failed_compiles = sum(1 for f in frames if f.failed)
     rep.recompile_details = []
+    failures_by_id = {
+        str(rec.compile_id): window.info[id(rec)].guard_failures
+        for rec in window.records
+        if id(rec) in window.info and window.info[id(rec)].guard_failures
+    }
     for f in fwd:
         if f.recompile_reason:
             reason, pointer = split_recompile_reason(f.recompile_reason)
-            rep.recompile_details.append(Recompile(reason, f.where, f.compile_id, pointer))
+            failures = _guard_failures(failures_by_id.get(f.compile_id, []))
+            rep.recompile_details.append(
+                Recompile(reason, f.where, f.compile_id, pointer, failures=failures)
+            )
     rep.recompiles = [r.reason for r in rep.recompile_details]
     rep.graph_break_details = _group_breaks(window.graph_breaks)
     rep.graph_breaks = [g.summary for g in rep.graph_break_details for _ in range(g.count)]
@@ -548,24 +617,64 @@ def build_report(
     rep.compiled_calls = window.compiled_calls
     rep.cache_hits = window.hits
     rep.cache_misses = window.misses + cold
-    # A miss that compiled nothing: the stance ran the frame eagerly
-    # (eager_on_recompile) or refused to recompile (fail_on_recompile).
-    uncompiled_misses = max(window.misses - recompiled, 0)
     rep.eager_calls = dict(window.eager_calls)
     if stance.name == "eager_then_compile":
         rep.eager_first_calls = window.eager_calls.get("eager_then_compile", 0)
         rep.compiles_during_eager_calls = sum(1 for f in fwd if f.during_eager_call)
-    if stance.name == "eager_on_recompile":
-        rep.eager_fallbacks = uncompiled_misses
-    elif stance.name == "fail_on_recompile":
-        rep.refused_recompiles = uncompiled_misses
-        rep.refused_guards = _refused_guards(error)
-        if not rep.refused_recompiles and rep.refused_guards:
-            rep.refused_recompiles = 1
-        if not rep.refused_recompiles and rep.error and "fail_on_recompile" in rep.error:
-            rep.refused_recompiles = 1  # refused from an empty cache: no lookup first
+    # A miss that compiled nothing: what torch did instead, by the stance in
+    # force at that call (the %%stance line's, or one set inside the cell).
+    misses = window.miss_events
+    rep.eager_fallbacks = sum(1 for m in misses if m.outcome == probe.MISS_EAGER)
+    refused = [m for m in misses if m.outcome == probe.MISS_REFUSED]
+    rep.refused_recompiles = len(refused)
+    rep.refused_guards = [g for m in refused for g in m.failures] or _refused_guards(error)
+    if not rep.refused_recompiles and rep.refused_guards:
+        rep.refused_recompiles = 1
+    if not rep.refused_recompiles and rep.error and "fail_on_recompile" in rep.error:
+        rep.refused_recompiles = 1  # refused from an empty cache: no lookup first
+    rep.recompile_limits = _recompile_limits(window)
+    rep.limit_eager_calls = sum(x.eager_calls for x in rep.recompile_limits)
     _guard_figures(rep, window)
     return rep
+
+
+def _guard_failures(texts: list[str]) -> list[GuardFailure]:
+    return [GuardFailure(*split_recompile_reason(t)) for t in texts]
+
+
+def _recompile_limits(window: probe.Window) -> list[RecompileLimit]:
+    """Frames at the recompile limit in this cell: the attempt that hit it
+    (a record) and every call that then ran eagerly (a miss torch did not
+    compile because of it), grouped by frame."""
+    out: dict[tuple[Any, ...], RecompileLimit] = {}
+
+    def entry(hit: probe.LimitHit) -> RecompileLimit:
+        name, filename, line = hit.frame
+        key = (name, filename, line, hit.config)
+        lim = out.get(key)
+        if lim is None:
+            where = f"{name} ({_where(filename, line)})" if filename else name
+            lim = out[key] = RecompileLimit(
+                where,
+                hit.config,
+                hit.limit,
+                None,
+                automatic_dynamic=probe.dynamo_config_flag("automatic_dynamic_shapes"),
+            )
+        return lim
+
+    for rec in window.records:
+        info = window.info.get(id(rec))
+        hit = getattr(info, "limit", None)
+        if hit is not None:
+            lim = entry(hit)
+            lim.compile_id = str(rec.compile_id)
+            if info.guard_failures and not lim.failures:
+                lim.failures = _guard_failures(info.guard_failures)
+    for m in window.miss_events:
+        if m.outcome == probe.MISS_LIMIT and m.limit is not None:
+            entry(m.limit).eager_calls += 1
+    return list(out.values())
 
 
 def _group_breaks(events: list[Any]) -> list[GraphBreak]:
