@@ -91,7 +91,7 @@ def _annotate(ax: Any, y: int, x: float, text: str) -> None:
 
 
 def report_figure(rep: Any) -> Any:
-    """One cell: compile, guard evaluation and execution as a stacked bar
+    """One cell: compile, cache lookups and execution as a stacked bar
     (and the eager run beside it when the report has one)."""
     run = max(rep.wall_s - rep.compile_s - (rep.guard_s or 0.0), 0.0)
     labels = [rep.stance_label]
@@ -194,7 +194,7 @@ def sweep_figure(result: Any) -> Any:
         labels,
         [
             ("compile", COLORS["compile"], comp),
-            ("guard evaluation", COLORS["guard"], guard),
+            ("cache lookups", COLORS["guard"], guard),
             ("execution", COLORS["run"], exe),
         ],
     )

@@ -328,7 +328,7 @@ class CellReport:
         return advise(self)
 
     def figure(self) -> Any:
-        """Compile, guard evaluation and execution as a stacked bar."""
+        """Compile, cache lookups and execution as a stacked bar."""
         from .plots import report_figure
 
         return report_figure(self)

@@ -533,3 +533,36 @@ def test_compiles_and_graph_breaks_against_torch_trace_read_by_tlparse(tmp_path)
     breaks = sum(1 for n in names if n.startswith("dynamo_graph_break_reason_"))
     assert ours == {"compiles": compiles, "graph_breaks": breaks}
     assert compiles >= 5 and breaks >= 3
+
+
+def test_gpt2_at_its_recompile_limit_against_torch(sh):
+    """GPT-2 compiled with dynamic=False generating 8 -> 14 tokens with a limit
+    of 3: torch compiles 3 graphs, refuses the 4th and runs the rest eagerly."""
+    old = torch._dynamo.config.recompile_limit
+    torch._dynamo.config.recompile_limit = 3
+    try:
+        sh.run_cell(COUNTED_GPT2.replace("backend=cc)", "backend=cc, dynamic=False)"))
+        t0 = time.time_ns() // 1000
+        with torch_logs() as logs:
+            res, _ = run(sh, "%%stance default -q\nout = models.generate(cgpt, ids, 6)")
+        t1 = time.time_ns() // 1000
+    finally:
+        torch._dynamo.config.recompile_limit = old
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    recs = frame_records(records_between(t0, t1))
+    refused = [r for r in recs if r.co_name is None]
+    assert len(refused) == 1 and refused[0].fail_type == "Unsupported"
+    assert sh.user_ns["cc"].frame_count == rep.graphs == 3
+    # every recompile torch logged, and each entry's failed guard
+    assert len(rep.recompiles) == len(logs["recompiles"]) == 3
+    last_log = logs["recompiles"][-1]
+    (lim,) = rep.recompile_limits
+    assert len(lim.failures) == 3
+    for f in lim.failures:
+        assert f.reason.split(": ", 1)[1] in last_log
+    # calls 4-6 ran eagerly: 6 calls, 3 of them into compiled graphs
+    assert lim.eager_calls == rep.limit_eager_calls == 6 - 3
+    assert lim.where.startswith("GPT2LMHeadModel.forward")
+    assert lim.limit == 3 and lim.config == "recompile_limit"
+    assert any("mark_dynamic" in h for h in rep.advice())
