@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from .causes import OWN_GRAPH, decisive, guarded_name
 from .render import fmt_bytes, fmt_s
 
 MAX_HINTS = 3
@@ -15,57 +15,12 @@ MIN_LOOKUPS = 10
 #: A first run peaking this many times above another's earns a memory hint.
 MEMORY_RATIO = 1.25
 
-#: A dimension changed its size: dynamic shapes can serve it with one graph.
-_SIZE = re.compile(r"size mismatch at index|size\(\)", re.I)
-#: The rank or the dtype changed: no dynamic dimension covers that.
-_KIND = re.compile(r"rank mismatch|dtype mismatch", re.I)
-
-
-#: A Python number torch guarded as a constant: ``n == 2``, ``G['lr'] == 0.1``.
-_VALUE = re.compile(r"^(?:\d+/\d+: )?(?P<name>.+?) == (?P<value>-?[\d.]+(?:e-?\d+)?)\s*$")
-
-_KINDS = (
-    ("rank", re.compile(r"rank mismatch", re.I)),
-    ("dtype", re.compile(r"dtype mismatch", re.I)),
-    ("device", re.compile(r"device mismatch", re.I)),
-    ("requires_grad", re.compile(r"requires_grad mismatch", re.I)),
-    ("grad mode", re.compile(r"grad_mode", re.I)),
-    ("size", _SIZE),
-)
-
-
-def failure_kind(reason: str) -> str:
-    """What a failed guard is about, from torch's text: ``size``, ``rank``,
-    ``dtype``, ``device``, ``requires_grad``, ``grad mode``, ``value`` (a
-    Python number), else ``other``."""
-    for kind, pattern in _KINDS:
-        if pattern.search(reason):
-            return kind
-    return "value" if _VALUE.match(reason.strip()) else "other"
-
-
-def cause(failures: list[Any], fallback: str = "") -> tuple[str, str]:
-    """(kind, torch's text) of the guard failure that decides a recompile.
-
-    torch lists the first failed guard of every cache entry. An entry that
-    failed on something other than a size matched the sizes: dynamic shapes
-    would leave that failure in place, so it is the one to act on.
-    """
-    texts = [getattr(f, "reason", f) for f in failures] or ([fallback] if fallback else [])
-    if not texts:
-        return "other", ""
-    for text in texts:
-        kind = failure_kind(text)
-        if kind != "size":
-            return kind, text
-    return "size", texts[0]
-
 
 def _causes(rep: Any) -> list[tuple[str, str]]:
     details = list(getattr(rep, "recompile_details", []) or [])
     if details:
-        return [cause(r.failures, r.reason) for r in details]
-    return [cause([], r) for r in rep.recompiles]
+        return [decisive(r.failures, r.reason) for r in details]
+    return [decisive([], r) for r in rep.recompiles]
 
 
 def _size_recompiles(rep: Any) -> list[str]:
@@ -76,25 +31,10 @@ def _kind_recompiles(rep: Any) -> list[str]:
     return [text for kind, text in _causes(rep) if kind in ("rank", "dtype")]
 
 
-def _value_recompiles(rep: Any) -> list[str]:
-    return [text for kind, text in _causes(rep) if kind == "value"]
-
-
-def _value_name(text: str) -> tuple[str, bool]:
-    """(the guarded name, whether it is a global) from ``n == 2``."""
-    m = _VALUE.match(text.strip())
-    name = m.group("name") if m else text
-    g = re.match(r"G\[['\"](?P<g>[^'\"]+)['\"]\]$", name)
-    if g:
-        return g.group("g"), True
-    loc = re.match(r"L\[['\"](?P<l>[^'\"]+)['\"]\]$", name)
-    return (loc.group("l") if loc else name), False
-
-
 def _limit_hint(lim: Any) -> str:
     """What to do about a frame at its recompile limit, from the guards that
     failed on the attempt that hit it."""
-    kind, text = cause(lim.failures)
+    kind, text = decisive(lim.failures)
     head = f"{lim.where} hit {lim.setting} ({lim.limit})"
     if lim.eager_calls:
         head += f" and ran {_n(lim.eager_calls, 'call')} eagerly"
@@ -107,14 +47,14 @@ def _limit_hint(lim: Any) -> str:
             f"torch.compile(dynamic=True) serves every size with one graph; or {raise_it}"
         )
     if kind == "value":
-        name, is_global = _value_name(text)
+        name, is_global = guarded_name(text)
         where = "global" if is_global else "argument"
         return (
             f"{head}: the Python number `{name}` ({where}) changes ({text}) and each value "
             f"is a constant of its graph; pass it as a tensor, or torch.compile(dynamic=True) "
             f"for an int argument; or {raise_it}"
         )
-    if kind in ("rank", "dtype", "device", "requires_grad", "grad mode"):
+    if kind in OWN_GRAPH:
         return f"{head}: each {kind} needs a graph of its own ({text}); {raise_it}"
     detail = f" ({text})" if text else ""
     return f"{head}{detail}: {raise_it}"
@@ -133,6 +73,13 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
     hints: list[str] = []
     for lim in getattr(rep, "recompile_limits", []) or []:
         hints.append(_limit_hint(lim))
+    full = getattr(rep, "fullest", None)
+    if full is not None and full.left == 1 and not getattr(rep, "recompile_limits", None):
+        hints.append(
+            f"{full.where} uses {full.entries} of its {full.limit} cache entries "
+            f"(torch._dynamo.config.{full.config}): the next recompile is its last, after "
+            "which torch runs every new case eagerly, silently"
+        )
     sized = _size_recompiles(rep)
     if sized and rep.stance not in ("eager_then_compile", "aot_eager_then_compile"):
         hints.append(
@@ -140,16 +87,10 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
             f"({sized[0]}): try %%stance eager_then_compile, or "
             "torch._dynamo.mark_dynamic on the changing dimension"
         )
-    values = _value_recompiles(rep)
-    if values and not getattr(rep, "recompile_limits", None):
-        name, is_global = _value_name(values[0])
-        what = f"the global `{name}`" if is_global else f"`{name}`"
-        hints.append(
-            f"{_n(len(values), 'recompile')} because {what} changed value ({values[0]}): a "
-            "Python number is a constant of its graph, so each new value compiles again; "
-            "pass it as a tensor"
-            + ("" if is_global else ", or torch.compile(dynamic=True) for an int")
-        )
+    if not getattr(rep, "recompile_limits", None):
+        for c in getattr(rep, "causes", []) or []:
+            if c.kind not in ("size", "rank", "dtype"):  # those have their own hint below
+                hints.append(str(c))
     kinds = _kind_recompiles(rep)
     if kinds:
         what = "rank" if "rank" in kinds[0].lower() else "dtype"

@@ -449,6 +449,17 @@ class LimitHit:
 
 
 @dataclass
+class FrameBudget:
+    """A frame's cache entries against torch's recompile limit, at the end of
+    a window: torch stops compiling the frame when they reach the limit."""
+
+    frame: tuple[str, str, int | None]
+    entries: int
+    limit: int | None
+    config: str
+
+
+@dataclass
 class RecordInfo:
     """What the recorder learnt about one compile record while it was made."""
 
@@ -470,6 +481,8 @@ class RecordInfo:
     #: an exception was propagating when torch wrote the record: the compile
     #: did not finish (a backend raised, the cell was interrupted)
     exception: str | None = None
+    #: the code object compiled (torch's _compile had it), for its cache entries
+    code: Any = field(default=None, repr=False, compare=False)
 
 
 #: What torch did after a cache miss.
@@ -492,6 +505,10 @@ class MissEvent:
     failures: list[str] = field(default_factory=list)
     limit: LimitHit | None = None
     compile_id: str | None = None
+    #: for a failed identity guard (``___check_obj_id(G['Block'], …)``), where
+    #: the object the name holds now was defined: expression -> (name, file,
+    #: line, "class" | "function" | "object")
+    defined: dict[str, tuple[str, str, int | None, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -517,6 +534,9 @@ class Window:
     profiled_lookups: list[float] | None = None
     #: every cache miss with what torch did after it
     miss_events: list[MissEvent] = field(default_factory=list)
+    #: cache entries against the recompile limit of each frame compiled or
+    #: looked up in the window whose code is known
+    budgets: list[FrameBudget] = field(default_factory=list)
 
     @property
     def timed_lookups(self) -> int:
@@ -624,6 +644,9 @@ class Recorder:
         #: frames at their recompile limit, kept across windows (torch keeps
         #: running them eagerly): id(key) -> (key, code, LimitHit)
         self._limits: dict[int, tuple[Any, Any, LimitHit]] = {}
+        #: the code object torch compiles for a called function or module,
+        #: learnt when it compiled: id(key) -> (weak key, code)
+        self._codes: dict[int, tuple[Any, Any]] = {}
         self._aot_seen = 0
         self._clear_running()
 
@@ -911,6 +934,7 @@ class Recorder:
                     frame = args[1] if len(args) > 1 else kwargs.get("frame")
                     self._pending_code = getattr(frame, "f_code", None)
                     miss.failures = [str(r) for r in reasons or ()]
+                    miss.defined = _identity_context(frame, miss.failures)
                     skip = kwargs.get("skip_logging", args[3] if len(args) > 3 else False)
                     if skip and miss.stance == "fail_on_recompile":
                         # only fail_on_recompile's callback asks without logging:
@@ -962,9 +986,12 @@ class Recorder:
         cid = str(getattr(rec, "compile_id", ""))
         info.module = self._module_by_id.pop(cid, None)
         miss = self._pending
+        if is_frame_compile(rec):
+            info.code = self._pending_code or _compiling_code(sys._getframe(1))
         if miss is not None and self._pending_code is not None and is_frame_compile(rec):
             # the compile (or the refused attempt) that the last miss led to
             code = self._pending_code
+            self._learn_code(miss.key, code)
             self._pending = None
             self._pending_code = None
             miss.compile_id = cid
@@ -987,13 +1014,53 @@ class Recorder:
             info.example_calls = _example_calls(rec)
             if act is not None:
                 info.backend = backend_name(act.callback)
-                if not act.consumed and _is_direct(sys._getframe(1), act.frame_id):
+                owner = None if act.consumed else _direct_owner(sys._getframe(1), act.frame_id)
+                if owner is not None:
                     # a cold compile of the called frame itself (no lookup
                     # before it: the cache was empty)
                     act.consumed = True
+                    if act.target is None:
+                        act.target = self._fn_of(act.key, owner)
+                    self._learn_code(act.target, info.code)
                 elif not act.consumed and act.stance in _EAGER_STANCES:
                     info.during_eager_call = True
         self._info[id(rec)] = info
+
+    def _learn_code(self, key: Any, code: Any) -> None:
+        if key is not None and isinstance(code, types.CodeType):
+            self._codes[id(key)] = (_weak(key), code)
+
+    def _code_of(self, key: Any) -> Any:
+        """The code object torch compiles for what a lookup was attributed to."""
+        if isinstance(key, types.CodeType):
+            return key
+        entry = self._codes.get(id(key))
+        if entry is not None and entry[0]() is key:
+            return entry[1]
+        code = getattr(key, "__code__", None)
+        return code if isinstance(code, types.CodeType) else None
+
+    def _budgets(self, window: Window, keys: list[Any]) -> list[FrameBudget]:
+        codes: dict[Any, Any] = {}
+        for rec in window.records:
+            info = window.info.get(id(rec))
+            code = getattr(info, "code", None)
+            if isinstance(code, types.CodeType):
+                codes.setdefault(code, None)
+        for key in keys:
+            code = self._code_of(key)
+            if code is not None and codes.get(code) is None:
+                codes[code] = key
+        if not codes:
+            return []
+        name = recompile_limit_name()
+        limit = _config_value(name)
+        out = []
+        for code, key in codes.items():
+            n = _cache_entry_count(code, unknown=None)
+            if n:
+                out.append(FrameBudget(_describe_frame(code, key), n, limit, name))
+        return out
 
     def _testing_hook(self, guard_manager: Any, local_scope: Any, builder: Any = None) -> None:
         prev = self._prev_testing_hook
@@ -1086,6 +1153,7 @@ class Recorder:
             window.break_source = "counters"
             window.graph_breaks = _breaks_from_counters(mark.counters)
         targets: dict[Any, Target] = {}
+        keys: list[Any] = []
         for kind, key, seconds in self._events[mark.events :]:
             if kind == "eager":
                 stance, fn = key
@@ -1094,6 +1162,8 @@ class Recorder:
                 t.eager_calls += 1
                 continue
             obj, hit = key
+            if obj not in keys:
+                keys.append(obj)
             t = _target(targets, obj)
             if kind == "timed":
                 t.timed += 1
@@ -1104,6 +1174,7 @@ class Recorder:
             if not hit:
                 t.misses += 1
         window.targets = list(targets.values())
+        window.budgets = self._budgets(window, keys)
         for miss in self._miss_list[mark.miss_events :]:
             window.miss_events.append(
                 MissEvent(
@@ -1113,6 +1184,7 @@ class Recorder:
                     failures=list(miss.failures),
                     limit=miss.limit,
                     compile_id=miss.compile_id,
+                    defined=dict(miss.defined),
                 )
             )
         return window
@@ -1206,22 +1278,22 @@ def _find_owner(frame: Any, owner: int) -> Any:
     return None
 
 
-def _is_direct(frame: Any, owner: int) -> bool:
-    """Whether ``owner`` (a compile_wrapper frame) is reached from ``frame``
-    through torch's own frames only (no user frame in between)."""
+def _direct_owner(frame: Any, owner: int) -> Any:
+    """The compile_wrapper frame ``owner`` when it is reached from ``frame``
+    through torch's own frames only (no user frame in between), else None."""
     torch_dir = _torch_dir()
     here = __file__
     f = frame
     for _ in range(400):
         if f is None:
-            return False
+            return None
         if id(f) == owner:
-            return True
+            return f
         name = f.f_code.co_filename
         if not name.startswith(torch_dir) and name != here:
-            return False
+            return None
         f = f.f_back
-    return False
+    return None
 
 
 def _caller_key(frame: Any) -> Any:
@@ -1535,16 +1607,109 @@ def _config_value(name: Any) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _cache_entry_count(code: Any) -> int:
-    """Cache entries a code object has now (0 after torch.compiler.reset())."""
+def _cache_entry_count(code: Any, unknown: int | None = 1) -> int | None:
+    """Cache entries a code object has now (0 after torch.compiler.reset());
+    ``unknown`` where it cannot be told."""
     if code is None or not isinstance(code, types.CodeType):
-        return 1  # cannot tell: keep what was seen
+        return unknown
     from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
     try:
         return len(_debug_get_cache_entry_list(code))
     except Exception:
-        return 1
+        return unknown
+
+
+def _compiling_code(frame: Any) -> Any:
+    """The code object Dynamo's ``_compile`` is compiling, from the stack
+    above a compile record being written (a few frames up), or None."""
+    f = frame
+    for _ in range(_WALK_LIMIT):
+        if f is None:
+            return None
+        code = f.f_code
+        if code.co_name == "_compile" and code.co_filename.endswith("convert_frame.py"):
+            value = f.f_locals.get("code")
+            return value if isinstance(value, types.CodeType) else None
+        f = f.f_back
+    return None
+
+
+#: The file of a notebook-defined object whose cell cannot be told.
+NOTEBOOK = "<notebook>"
+
+_IDENTITY = re.compile(r"___check_(?P<kind>obj|type)_id\((?P<expr>.+?), \d+\)")
+_SUBSCRIPT = re.compile(r"^(?P<scope>[GL])\[['\"](?P<name>[^'\"]+)['\"]\](?P<rest>.*)$")
+
+
+def _identity_context(
+    frame: Any, failures: list[str]
+) -> dict[str, tuple[str, str, int | None, str]]:
+    """Where the objects that failed an identity guard come from now.
+
+    torch guards a global class or function it read by its id, and a module
+    or object argument by its type's id; re-running the cell that defines
+    them makes a new object, and the guard fails. For each such guard, the
+    object the name holds now (read from the frame being looked up) is named
+    with the file and line it was defined at, so the report can say "a new
+    class since In [3]"."""
+    out: dict[str, tuple[str, str, int | None, str]] = {}
+    for text in failures:
+        m = _IDENTITY.search(text)
+        if m is None:
+            continue
+        expr = m.group("expr")
+        try:
+            obj = _eval_guard_source(frame, expr)
+        except Exception:
+            continue
+        if obj is _MISSING:
+            continue
+        if m.group("kind") == "type":
+            obj = type(obj)
+        where = _defined_at(obj)
+        if where is not None:
+            out[expr] = where
+    return out
+
+
+def _eval_guard_source(frame: Any, expr: str) -> Any:
+    """The object a guard's source names (``G['Block']``, ``L['m']``, ``m``,
+    ``G['helper'].__code__``), read from the frame; only names and attributes."""
+    m = _SUBSCRIPT.match(expr)
+    if m:
+        scope = frame.f_globals if m.group("scope") == "G" else frame.f_locals
+        obj = scope.get(m.group("name"), _MISSING)
+        rest = m.group("rest")
+    else:
+        name, _, rest = expr.partition(".")
+        rest = "." + rest if rest else ""
+        if not name.isidentifier():
+            return _MISSING
+        obj = frame.f_locals.get(name, frame.f_globals.get(name, _MISSING))
+    for attr in filter(None, rest.split(".")):
+        if obj is _MISSING or not attr.isidentifier():
+            return _MISSING
+        obj = getattr(obj, attr, _MISSING)
+    return obj
+
+
+def _defined_at(obj: Any) -> tuple[str, str, int | None, str] | None:
+    """(name, file, line, what) where a class, function or code object was defined."""
+    if isinstance(obj, types.CodeType):
+        return obj.co_name, obj.co_filename, obj.co_firstlineno, "function"
+    code = getattr(obj, "__code__", None)
+    if isinstance(code, types.CodeType):
+        name = getattr(obj, "__qualname__", code.co_name)
+        return name, code.co_filename, code.co_firstlineno, "function"
+    if isinstance(obj, type):
+        for value in vars(obj).values():
+            code = getattr(value, "__code__", None)
+            if isinstance(code, types.CodeType):
+                return obj.__qualname__, code.co_filename, None, "class"
+        # a class without methods: only its module says it is the notebook's
+        return obj.__qualname__, NOTEBOOK if obj.__module__ == "__main__" else "", None, "class"
+    return None
 
 
 def _weak(obj: Any) -> Callable[[], Any]:

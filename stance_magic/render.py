@@ -61,6 +61,25 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
     rows.append(("recompiles", str(len(rep.recompiles)), _recompile_lines(rep)))
     for lim in rep.recompile_limits:
         rows.append(("recompile limit", _limit_value(lim), _limit_details(lim)))
+    shown = [b for b in rep.recompile_budget if b.entries > 1 or b.near]
+    if shown:
+        full = rep.fullest
+        value = str(full) if len(shown) == 1 else f"{len(shown)} frames; fullest: {full}"
+        rows.append(
+            (
+                "recompile budget",
+                value,
+                [str(b) for b in shown]
+                if len(shown) > 1
+                else [f"torch._dynamo.config.{full.config}"],
+            )
+        )
+    if len(rep.causes) == 1:
+        rows.append(("why it recompiled", str(rep.causes[0]), []))
+    elif rep.causes:
+        rows.append(
+            ("why it recompiled", _plural(len(rep.causes), "cause"), [str(c) for c in rep.causes])
+        )
     nb = sum(g.count for g in rep.graph_break_details)
     rows.append(("graph breaks", str(nb), [f"{g.count}× {g}" for g in rep.graph_break_details]))
     rows.append(("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", []))
@@ -226,13 +245,20 @@ HISTORY_COLUMNS = (
 
 #: Shown when some cell of the history measured memory.
 MEMORY_COLUMN = ("peak_bytes", "peak mem")
+#: Shown when some frame of the history recompiled: its entries of the limit.
+BUDGET_COLUMN = ("budget", "entries")
 
 
 def _columns(reports: Iterable[CellReport]) -> tuple[tuple[str, str], ...]:
+    reports = list(reports)
+    columns = HISTORY_COLUMNS
+    if any(r.fullest is not None and (r.fullest.entries > 1 or r.fullest.near) for r in reports):
+        i = [k for k, _ in columns].index("recompiles") + 1
+        columns = (*columns[:i], BUDGET_COLUMN, *columns[i:])
     if any(r.memory for r in reports):
-        i = [k for k, _ in HISTORY_COLUMNS].index("guard_s") + 1
-        return (*HISTORY_COLUMNS[:i], MEMORY_COLUMN, *HISTORY_COLUMNS[i:])
-    return HISTORY_COLUMNS
+        i = [k for k, _ in columns].index("guard_s") + 1
+        columns = (*columns[:i], MEMORY_COLUMN, *columns[i:])
+    return columns
 
 
 def _cell(key: str, v: Any) -> str:

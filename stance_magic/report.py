@@ -14,6 +14,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from . import causes as _causes
 from . import probe
 
 PHASES = ("dynamo", "aot_autograd", "backend", "codegen", "other")
@@ -161,6 +162,35 @@ class GuardTarget:
 
 
 @dataclass
+class Budget:
+    """A frame's cache entries against the recompile limit, after the cell."""
+
+    where: str
+    entries: int
+    limit: int | None
+    config: str
+
+    @property
+    def left(self) -> int | None:
+        """Recompiles left before torch stops compiling the frame."""
+        return None if self.limit is None else max(self.limit - self.entries, 0)
+
+    @property
+    def near(self) -> bool:
+        """One entry left (or none): the next recompile is the last, or refused."""
+        return self.left is not None and self.left <= 1
+
+    def __str__(self) -> str:
+        limit = "?" if self.limit is None else self.limit
+        text = f"{self.where}: {self.entries} of {limit} entries"
+        if self.left == 0:
+            text += " (at the limit: torch runs new cases eagerly)"
+        elif self.left == 1:
+            text += " (1 left: the next recompile is the last)"
+        return text
+
+
+@dataclass
 class CellReport:
     """What torch.compile did and cost in one measured cell.
 
@@ -218,6 +248,12 @@ class CellReport:
     #: ran eagerly because of it
     recompile_limits: list[RecompileLimit] = field(default_factory=list)
     limit_eager_calls: int = 0
+    #: why the cell recompiled (or was refused), in the notebook's terms: the
+    #: recompile traps recognised from the guards that failed (none when the
+    #: guard text matches none of them: torch's text is in recompile_details)
+    causes: list[_causes.Cause] = field(default_factory=list)
+    #: cache entries of each frame compiled or looked up, against the limit
+    recompile_budget: list[Budget] = field(default_factory=list)
     eager_first_calls: int = 0
     #: torch.compile calls that ran their function without any compiled
     #: code and without a lookup, by the stance they ran under
@@ -269,6 +305,21 @@ class CellReport:
         return self.memory[0].end_bytes if self.memory else None
 
     @property
+    def fullest(self) -> Budget | None:
+        """The frame with the fewest recompiles left (most entries on a tie)."""
+        if not self.recompile_budget:
+            return None
+        return min(self.recompile_budget, key=lambda b: (b.left is None, b.left, -b.entries))
+
+    @property
+    def budget_text(self) -> str:
+        """``7/8``: the fullest frame's entries of its limit ("" with none)."""
+        b = self.fullest
+        if b is None:
+            return ""
+        return f"{b.entries}/{b.limit if b.limit is not None else '?'}"
+
+    @property
     def compiled_anything(self) -> bool:
         return bool(self.compiles or self.backward_compiles)
 
@@ -309,6 +360,7 @@ class CellReport:
             "eager_fallbacks": self.eager_fallbacks,
             "limit_eager_calls": self.limit_eager_calls,
             "recompile_limit_hits": sum(1 for x in self.recompile_limits if x.compile_id),
+            "budget": self.budget_text,
             "eager_first_calls": self.eager_first_calls,
             "refused_recompiles": self.refused_recompiles,
             "eager_s": self.eager_s,
@@ -633,9 +685,50 @@ def build_report(
     if not rep.refused_recompiles and rep.error and "fail_on_recompile" in rep.error:
         rep.refused_recompiles = 1  # refused from an empty cache: no lookup first
     rep.recompile_limits = _recompile_limits(window)
+    rep.causes = _recompile_causes(rep, window)
+    rep.recompile_budget = [
+        Budget(f"{n} ({_where(f, line)})" if f else n, b.entries, b.limit, b.config)
+        for b in window.budgets
+        for n, f, line in [b.frame]
+    ]
     rep.limit_eager_calls = sum(x.eager_calls for x in rep.recompile_limits)
     _guard_figures(rep, window)
     return rep
+
+
+def _recompile_causes(rep: CellReport, window: probe.Window) -> list[_causes.Cause]:
+    """The trap behind each recompile and refusal, from the guard failure
+    that decides it (see :func:`stance_magic.causes.decisive`)."""
+    defined = {m.compile_id: m.defined for m in window.miss_events if m.compile_id}
+    found: dict[tuple[str, str], _causes.Cause] = {}
+
+    def add(failures: list[Any], fallback: str, context: dict[str, Any]) -> None:
+        _, text = _causes.decisive(failures, fallback)
+        ctx = {
+            expr: (name, _place(filename), what)
+            for expr, (name, filename, _line, what) in context.items()
+        }
+        c = _causes.identify(text, ctx) if text else None
+        if c is None:
+            return
+        key = (c.kind, c.subject)
+        if key in found:
+            found[key].count += 1
+        else:
+            found[key] = c
+
+    for r in rep.recompile_details:
+        add(r.failures, str(r), defined.get(r.compile_id, {}))
+    for m in window.miss_events:
+        if m.outcome == probe.MISS_REFUSED and m.failures:
+            add(_guard_failures(m.failures), "", m.defined)
+    return list(found.values())
+
+
+def _place(filename: str) -> str:
+    if filename == probe.NOTEBOOK:
+        return "In [?]"
+    return short_path(filename) if filename else ""
 
 
 def _guard_failures(texts: list[str]) -> list[GuardFailure]:

@@ -1,0 +1,227 @@
+"""Why a frame recompiled, in the notebook's terms: the recompile traps.
+
+torch says *which* guard failed (``___check_obj_id(G['Block'], …)``,
+``lr == 0.1``, ``tensor 'x' size mismatch …``); this module says what the
+user did to make it fail and what to do about it, one line each. It reads
+torch's guard text only (plus where the object a failed identity guard names
+now was defined, which the probe reads from the frame), so it has no torch
+import. A failure it does not recognise gives no cause: the report then
+shows torch's text alone, never a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+#: A Python number torch guarded as a constant: ``n == 2``, ``G['lr'] == 0.1``.
+VALUE = re.compile(r"^(?:\d+/\d+: )?(?P<name>.+?) == (?P<value>-?[\d.]+(?:e-?\d+)?)\s*$")
+#: A Python bool: ``G['DEBUG'] == False``.
+FLAG = re.compile(r"^(?:\d+/\d+: )?(?P<name>.+?) == (?P<value>True|False)\s*$")
+#: An attribute set on or removed from a global object after compiling.
+DICT = re.compile(r"___dict_contains\('(?P<attr>[^']+)', (?P<name>.+?)\.__dict__\)")
+#: An identity guard: a global class or function, an argument's type.
+IDENTITY = re.compile(r"___check_(?P<kind>obj|type)_id\((?P<expr>.+?), \d+\)")
+TENSOR = re.compile(r"tensor '(?P<name>[^']+)'")
+SIZE = re.compile(r"size mismatch at index (?P<dim>\d+)\. expected (?P<a>\d+), actual (?P<b>\d+)")
+
+_KINDS = (
+    ("rank", re.compile(r"rank mismatch", re.I)),
+    ("dtype", re.compile(r"dtype mismatch", re.I)),
+    ("device", re.compile(r"device mismatch", re.I)),
+    ("requires_grad", re.compile(r"requires_grad mismatch", re.I)),
+    ("grad mode", re.compile(r"grad_mode", re.I)),
+    ("size", re.compile(r"size mismatch at index|size\(\)", re.I)),
+)
+
+#: Kinds a tensor can change in that each need a graph of their own.
+OWN_GRAPH = ("rank", "dtype", "device", "requires_grad", "grad mode")
+
+
+def failure_kind(reason: str) -> str:
+    """What a failed guard is about, from torch's text: ``size``, ``rank``,
+    ``dtype``, ``device``, ``requires_grad``, ``grad mode``, ``value`` (a
+    Python number), ``flag`` (a bool), ``identity``, ``attribute``, else
+    ``other``."""
+    for kind, pattern in _KINDS:
+        if pattern.search(reason):
+            return kind
+    text = reason.strip()
+    if FLAG.match(text):
+        return "flag"
+    if VALUE.match(text):
+        return "value"
+    if IDENTITY.search(text):
+        return "identity"
+    if DICT.search(text):
+        return "attribute"
+    return "other"
+
+
+def decisive(failures: list[Any], fallback: str = "") -> tuple[str, str]:
+    """(kind, torch's text) of the guard failure that decides a recompile.
+
+    torch lists the first failed guard of every cache entry. An entry that
+    failed on something other than a size matched the sizes: dynamic shapes
+    would leave that failure in place, so it is the one to act on.
+    """
+    texts = [getattr(f, "reason", f) for f in failures] or ([fallback] if fallback else [])
+    if not texts:
+        return "other", ""
+    for text in texts:
+        kind = failure_kind(text)
+        if kind != "size":
+            return kind, text
+    return "size", texts[0]
+
+
+def guarded_name(text: str) -> tuple[str, bool]:
+    """(the name a guard reads, whether it is a global) from ``G['lr'] == 0.1``,
+    ``L['n'] == 2`` or ``n == 2``."""
+    m = VALUE.match(text.strip()) or FLAG.match(text.strip())
+    name = m.group("name") if m else text.strip()
+    return _plain(name)
+
+
+def _plain(name: str) -> tuple[str, bool]:
+    g = re.match(r"^G\[['\"](?P<g>[^'\"]+)['\"]\](?P<rest>.*)$", name)
+    if g:
+        return g.group("g") + g.group("rest"), True
+    loc = re.match(r"^L\[['\"](?P<l>[^'\"]+)['\"]\](?P<rest>.*)$", name)
+    if loc:
+        return loc.group("l") + loc.group("rest"), False
+    return name, False
+
+
+@dataclass
+class Cause:
+    """One recompile trap: what the notebook did, and the fix."""
+
+    kind: str
+    #: what changed: a name (``lr``, ``Block``), a tensor, the grad mode
+    subject: str
+    #: one line: what happened
+    what: str
+    #: one line: what to do
+    fix: str
+    #: torch's text of the failed guard it was read from
+    guard: str = ""
+    #: recompiles of this cell with this cause
+    count: int = 1
+
+    def __str__(self) -> str:
+        n = f" ({self.count}×)" if self.count > 1 else ""
+        return f"{self.what}{n}: {self.fix}"
+
+
+def identify(guard: str, defined: dict[str, tuple[str, str, str]] | None = None) -> Cause | None:
+    """The trap behind one failed guard, or None when it is not one of them.
+
+    ``defined`` maps an identity guard's expression to (name, where, what) of
+    the object it names now: ``where`` as the report writes places
+    (``In [3]``), ``what`` is ``class`` or ``function``.
+    """
+    text = guard.split("  ← ")[0].strip()
+    body = text.split(": ", 1)[1] if re.match(r"^\d+/\d+: ", text) else text
+    entry = text.split(":", 1)[0] if re.match(r"^\d+/\d+: ", text) else ""
+    of_entry = f" (the entry {entry} was compiled for the one before)" if entry else ""
+    kind = failure_kind(body)
+    tensor = TENSOR.search(body)
+    tname = tensor.group("name") if tensor else "an input"
+    if kind == "size":
+        m = SIZE.search(body)
+        change = f"dimension {m.group('dim')}: {m.group('a')} → {m.group('b')}" if m else body
+        return Cause(
+            kind,
+            tname,
+            f"a changing size (`{tname}`, {change})",
+            f"torch._dynamo.mark_dynamic({tname}, {m.group('dim') if m else 'dim'}), "
+            "%%stance eager_then_compile, or torch.compile(dynamic=True) serve every size "
+            "with one graph",
+            text,
+        )
+    if kind in ("rank", "dtype", "device", "requires_grad"):
+        return Cause(
+            kind,
+            tname,
+            f"`{tname}` changed its {kind} ({body.split('. ', 1)[-1]})",
+            f"each {kind} needs a graph of its own: keep it fixed if the change is not intended",
+            text,
+        )
+    if kind == "grad mode":
+        return Cause(
+            kind,
+            "grad mode",
+            "grad mode switched between calls (torch.no_grad() or inference_mode() around "
+            "some of them)",
+            "each mode has a graph of its own: call the compiled code under one mode, or "
+            "compile one function per mode",
+            text,
+        )
+    if kind == "value":
+        name, is_global = guarded_name(body)
+        value = (VALUE.match(body) or FLAG.match(body)).group("value")  # type: ignore[union-attr]
+        number = "float" if "." in value or "e" in value else "int"
+        if is_global:
+            return Cause(
+                kind,
+                name,
+                f"the global `{name}` (a Python {number}) changed; compiled code read "
+                f"{name} == {value} as a constant",
+                "pass it to the compiled function as a tensor, or leave it fixed while "
+                "compiled code runs",
+                text,
+            )
+        extra = ", or torch.compile(dynamic=True)" if number == "int" else ""
+        return Cause(
+            kind,
+            name,
+            f"`{name}` is a Python {number} whose value changes (a learning rate, a step "
+            f"counter?); the entry has {name} == {value}",
+            f"pass it as a tensor (torch.tensor({name})) so one graph serves every value{extra}",
+            text,
+        )
+    if kind == "flag":
+        name, is_global = guarded_name(body)
+        where = "global flag" if is_global else "flag"
+        return Cause(
+            kind,
+            name,
+            f"the {where} `{name}` changed (the entry has {body.split(' == ')[-1]}); torch "
+            "resolved what it controls when it compiled",
+            "each value has a graph of its own: fine if it changes rarely, else pass it as "
+            "an argument",
+            text,
+        )
+    if kind == "attribute":
+        m = DICT.search(body)
+        owner, _ = _plain(m.group("name"))  # type: ignore[union-attr]
+        attr = m.group("attr")  # type: ignore[union-attr]
+        return Cause(
+            kind,
+            f"{owner}.{attr}",
+            f"the attribute `{attr}` of `{owner}` was set or removed after compiling "
+            "(a config object read inside the function)",
+            "compiled code read it as a constant: set it before compiling, or pass the "
+            "value as an argument",
+            text,
+        )
+    if kind == "identity":
+        m = IDENTITY.search(body)
+        expr = m.group("expr")  # type: ignore[union-attr]
+        found = (defined or {}).get(expr)
+        if found is None:
+            return None
+        name, where, thing = found
+        if not where.startswith("In ["):
+            return None  # not the notebook's own: no trap we can name
+        return Cause(
+            "redefined",
+            name,
+            f"`{name}` is a new {thing} since {where} (its cell ran again){of_entry}",
+            f"re-create and compile the model once after editing the {thing}, or "
+            "torch.compiler.reset()",
+            text,
+        )
+    return None
