@@ -20,6 +20,7 @@ __all__ = [
     "RankReport",
     "Stance",
     "StanceError",
+    "breaks",
     "current_stance",
     "history",
     "load_ipython_extension",
@@ -118,6 +119,16 @@ def history() -> list[Any]:
     from .render import History
 
     return History(get_engine().history)
+
+
+def breaks() -> list[Any]:
+    """The session's graph breaks as a to-do list: grouped by torch's
+    graph-break type and the user's line, most costly first, each with
+    torch's hint and documentation page (``%stance breaks``)."""
+    from .engine import get_engine
+    from .render import BreakList
+
+    return BreakList.of(get_engine().history)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -26,7 +26,7 @@ from .engine import (
     supported_stances,
 )
 
-COMMANDS = ("watch", "history", "reset", "panel")
+COMMANDS = ("watch", "history", "breaks", "reset", "panel")
 
 
 def _parser() -> MagicArgumentParser:
@@ -144,6 +144,9 @@ class StanceMagics(Magics):
                                         an export prints one line (the table is not
                                         shown again); the chart needs a front end
                                         that shows images (Jupyter)
+            %stance breaks              the session's graph breaks as a to-do list:
+                                        by torch's graph-break type and your line,
+                                        most costly first, with hints and docs
             %stance reset               forget all compiled code (torch.compiler.reset())
             %stance panel               a widget panel to toggle the stance
 
@@ -357,6 +360,13 @@ class StanceMagics(Magics):
         if written:
             return None  # the one line above says what was written
         return hist
+
+    def _cmd_breaks(self, args: Any, rest: list[str]) -> Any:
+        if rest:
+            raise UsageError(f"%stance breaks: unexpected word {rest[0]!r}")
+        from .render import BreakList
+
+        return BreakList.of(self.engine.history)
 
     def _cmd_reset(self, args: Any, rest: list[str]) -> None:
         if rest:

@@ -417,6 +417,8 @@ class GraphBreakEvent:
     compile_id: str | None
     #: the frame fell back to eager as a whole (torch could not resume)
     skipped_frame: bool = False
+    #: torch's "User code traceback", outermost first: (file, line)
+    stack: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -1428,8 +1430,11 @@ def parse_graph_break(record: Any) -> GraphBreakEvent | None:
     m = _GB_AT.search(msg.split("\n", 1)[0])
     if m:
         reason = msg.split("Graph Break Reason:", 1)[1] if "Graph Break Reason:" in msg else msg
-        reason = reason.split("\nUser code traceback:", 1)[0]
-        return GraphBreakEvent(reason.strip(), m.group("file"), int(m.group("line")), cid)
+        reason, _, trace = reason.partition("\nUser code traceback:")
+        stack = [(f.group("file"), int(f.group("line"))) for f in _GB_FILE.finditer(trace)]
+        return GraphBreakEvent(
+            reason.strip(), m.group("file"), int(m.group("line")), cid, stack=stack
+        )
     if msg.startswith("Graph break"):
         # torch could not resume: the whole frame runs eagerly
         files = list(_GB_FILE.finditer(msg))
@@ -1445,6 +1450,74 @@ def parse_graph_break(record: Any) -> GraphBreakEvent | None:
             msg.strip().splitlines()[0], files[-1].group("file"), int(files[-1].group("line")), cid
         )
     return None
+
+
+_GB_LINK = re.compile(r"(?P<url>https?://\S+/gb/(?P<id>gb\d+)\.html)", re.I)
+
+
+@dataclass(frozen=True)
+class BreakType:
+    """What torch's graph-break registry says of one kind of graph break."""
+
+    gb_id: str
+    gb_type: str
+    explanation: str
+    hints: tuple[str, ...]
+    url: str | None
+
+
+def graph_break_type(reason: str) -> BreakType | None:
+    """The registry entry of a logged graph break: its id from the
+    documentation link torch appends (``…/gb/gb0059.html``), else by its
+    type's name (the reason's first line). None on a torch without the
+    registry (before 2.8) or for a break it does not list."""
+    registry = _graph_break_registry()
+    if not registry:
+        return None
+    m = _GB_LINK.search(reason)
+    gb_id = m.group("id").upper() if m else None
+    entry = registry.get(gb_id) if gb_id else None
+    if entry is None:
+        first = next((ln.strip() for ln in reason.splitlines() if ln.strip()), "")
+        for key, value in registry.items():
+            if value and value[0].get("Gb_type") == first:
+                gb_id, entry = key, value
+                break
+    if not entry:
+        return None
+    e = entry[0]
+    url = m.group("url") if m else _gb_link(e.get("Gb_type", ""))
+    return BreakType(
+        gb_id or "",
+        e.get("Gb_type", ""),
+        e.get("Explanation", ""),
+        tuple(e.get("Hints", ()) or ()),
+        url,
+    )
+
+
+@functools.cache
+def _graph_break_registry() -> dict[str, Any]:
+    import json
+
+    path = os.path.join(_torch_dir(), "_dynamo", "graph_break_registry.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _gb_link(gb_type: str) -> str | None:
+    try:
+        from torch._dynamo.exc import get_gbid_documentation_link
+    except ImportError:
+        return None
+    try:
+        return get_gbid_documentation_link(gb_type)
+    except Exception:
+        return None
 
 
 def _graph_break_counters() -> dict[str, int]:

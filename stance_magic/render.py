@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import re
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .engine import stance_text
@@ -81,7 +83,7 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
             ("why it recompiled", _plural(len(rep.causes), "cause"), [str(c) for c in rep.causes])
         )
     nb = sum(g.count for g in rep.graph_break_details)
-    rows.append(("graph breaks", str(nb), [f"{g.count}× {g}" for g in rep.graph_break_details]))
+    rows.append(("graph breaks", str(nb), _break_lines(rep.graph_break_details)))
     rows.append(("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", []))
     rows.append(("cache lookups", _guard_value(rep), _guard_details(rep)))
     for fig in rep.memory:
@@ -168,6 +170,26 @@ def _notes(rep: CellReport) -> list[str]:
     return notes
 
 
+def _break_lines(breaks: Sequence[Any]) -> list[str]:
+    """The graph-break to-do list: one line each, most costly first, with
+    torch's documentation page."""
+    out = []
+    for g in breaks:
+        line = g.todo()
+        if getattr(g, "url", ""):
+            line += f" · docs: {g.url}"
+        out.append(line)
+    return out
+
+
+_URL = re.compile(r"(https?://[^\s<>&\"']+)")
+
+
+def _linked(escaped: str) -> str:
+    """Links in an escaped line made clickable (torch's documentation pages)."""
+    return _URL.sub(r'<a href="\1" target="_blank" rel="noopener">\1</a>', escaped)
+
+
 def report_text(rep: CellReport) -> str:
     which = cell_label(rep)
     title = f"stance_magic report, {which}" if which else "stance_magic report"
@@ -209,9 +231,13 @@ def report_html(rep: CellReport) -> str:
         cls = ' class="sm-err"' if label == "error" else ""
         det = ""
         if details:
-            det = "<ul>" + "".join(f"<li>{e(d)}</li>" for d in details[:MAX_DETAILS]) + "</ul>"
+            det = (
+                "<ul>"
+                + "".join(f"<li>{_linked(e(d))}</li>" for d in details[:MAX_DETAILS])
+                + "</ul>"
+            )
         if len(details) > MAX_DETAILS:
-            rest = "".join(f"<li>{e(d)}</li>" for d in details[MAX_DETAILS:])
+            rest = "".join(f"<li>{_linked(e(d))}</li>" for d in details[MAX_DETAILS:])
             det += (
                 f"<details><summary>{e(_more(len(details) - MAX_DETAILS))}</summary>"
                 f"<ul>{rest}</ul></details>"
@@ -332,6 +358,86 @@ class History(list):
 
 
 __all__ = ["History", "first_line", "fmt_s", "history_html", "history_text", "report_html"]
+
+
+@dataclass
+class BreakEntry:
+    """One line of the session's graph-break to-do list."""
+
+    kind: str
+    place: str
+    todo: str
+    url: str
+    count: int = 0
+    frames_after: int = 0
+    compile_s_after: float = 0.0
+    cells: list[str] = field(default_factory=list)
+
+
+class BreakList(list):
+    """The session's graph breaks grouped by cause and place, most costly
+    first (``stance_magic.breaks()``, ``%stance breaks``)."""
+
+    @classmethod
+    def of(cls, reports: Iterable[CellReport]) -> BreakList:
+        groups: dict[tuple[str, str], BreakEntry] = {}
+        for rep in reports:
+            for g in rep.graph_break_details:
+                place = g.user_where or g.where
+                key = (g.kind, place)
+                entry = groups.get(key)
+                if entry is None:
+                    entry = groups[key] = BreakEntry(g.kind, place, g.todo(), g.url)
+                entry.count += g.count
+                entry.frames_after += g.frames_after
+                entry.compile_s_after += g.compile_s_after
+                label = cell_label(rep)
+                if label and label not in entry.cells:
+                    entry.cells.append(label)
+        return cls(sorted(groups.values(), key=lambda b: (-b.compile_s_after, -b.count)))
+
+    def _rows(self) -> list[list[str]]:
+        return [
+            [
+                str(b.count),
+                b.todo.split(": ", 1)[1] if ": " in b.todo else b.todo,
+                b.place,
+                fmt_s(b.compile_s_after) if b.frames_after else "",
+                ", ".join(b.cells),
+                b.url,
+            ]
+            for b in self
+        ]
+
+    _HEAD = ("breaks", "cause (and hint)", "where", "compiled after", "cells", "docs")
+
+    def __str__(self) -> str:
+        if not self:
+            return "stance_magic: no graph breaks in the measured cells"
+        return "\n".join(
+            f"{i}. {b.todo}"
+            + (f"\n   docs: {b.url}" if b.url else "")
+            + (f"\n   cells: {', '.join(b.cells)}" if b.cells else "")
+            for i, b in enumerate(self, 1)
+        )
+
+    def _repr_html_(self) -> str:
+        if not self:
+            return "<p>stance_magic: no graph breaks in the measured cells</p>"
+        e = html.escape
+        th = "".join(f"<th>{e(h)}</th>" for h in self._HEAD)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{_linked(e(c))}</td>" for c in row) + "</tr>"
+            for row in self._rows()
+        )
+        return (
+            f'{CSS}<div style="overflow-x:auto"><table class="sm-report sm-table">'
+            f"<caption>graph breaks to fix, most costly first</caption><tr>{th}</tr>{body}"
+            "</table></div>"
+        )
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
 
 
 def advice_html(lines: Iterable[str]) -> str:

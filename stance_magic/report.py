@@ -131,19 +131,58 @@ class GraphBreak:
     source: str = ""
     #: torch could not resume after it and ran the whole frame eagerly
     skipped_frame: bool = False
+    #: torch's graph-break id and type (its registry, where this torch has one)
+    gb_id: str = ""
+    gb_type: str = ""
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    #: torch's documentation page for this kind of break
+    url: str = ""
+    #: for a break inside library code, the user's line that led there
+    user_filename: str = ""
+    user_line: int | None = None
+    user_source: str = ""
+    #: what the break cost in the cell: frames torch compiled after it (its
+    #: resume functions), the graphs among them, and their compile time
+    frames_after: int = 0
+    graphs_after: int = 0
+    compile_s_after: float = 0.0
 
     @property
     def where(self) -> str:
-        if not self.filename:
-            return ""
-        loc = short_path(self.filename)
-        if self.line is None:
-            return loc
-        return f"{loc}, line {self.line}" if loc.startswith("In [") else f"{loc}:{self.line}"
+        return _where(self.filename, self.line)
+
+    @property
+    def user_where(self) -> str:
+        return _where(self.user_filename, self.user_line)
+
+    @property
+    def kind(self) -> str:
+        """The cause it is grouped by: torch's graph-break id and type, else its summary."""
+        return f"{self.gb_id} {self.gb_type}".strip() if self.gb_id else self.summary
+
+    @property
+    def place(self) -> str:
+        """Where it broke with its line of source: ``In [5], line 8 `print(y)```."""
+        return " ".join(p for p in (self.where, f"`{self.source}`" if self.source else "") if p)
 
     def __str__(self) -> str:
-        place = " ".join(p for p in (self.where, f"`{self.source}`" if self.source else "") if p)
-        return f"{place}: {self.summary}" if place else self.summary
+        return f"{self.place}: {self.summary}" if self.place else self.summary
+
+    def todo(self) -> str:
+        """One to-do line: where (the user's line first), what, its cost, the fix."""
+        place = self.place
+        if self.user_filename:
+            src = f" `{self.user_source}`" if self.user_source else ""
+            place = f"{self.user_where}{src} (inside {self.where})"
+        head = self.gb_type or self.summary.split(":", 1)[0]
+        tag = f" [{self.gb_id}]" if self.gb_id else ""
+        cost = ""
+        if self.frames_after:
+            cost = f"; {self.frames_after} more frame{'s' if self.frames_after != 1 else ''}"
+            cost += f" compiled after it ({_fmt_s(self.compile_s_after)})"
+        hint = f"; hint: {self.hints[0]}" if self.hints else ""
+        return f"{self.count}× {place}: {head}{tag}{cost}{hint}"
 
 
 @dataclass
@@ -657,7 +696,7 @@ def build_report(
                 Recompile(reason, f.where, f.compile_id, pointer, failures=failures)
             )
     rep.recompiles = [r.reason for r in rep.recompile_details]
-    rep.graph_break_details = _group_breaks(window.graph_breaks)
+    rep.graph_break_details = _break_costs(_group_breaks(window.graph_breaks), frames)
     rep.graph_breaks = [g.summary for g in rep.graph_break_details for _ in range(g.count)]
     if window.break_source == "counters":
         rep.notes.append(
@@ -771,24 +810,76 @@ def _recompile_limits(window: probe.Window) -> list[RecompileLimit]:
 
 
 def _group_breaks(events: list[Any]) -> list[GraphBreak]:
+    """Breaks grouped by cause (torch's graph-break id, else its summary) and
+    place; each with torch's explanation, hints and documentation page."""
     groups: dict[tuple[str, str, int | None], GraphBreak] = {}
     for ev in events:
         summary = _gb_summary(ev.reason)
-        key = (summary, ev.filename, ev.line)
+        bt = probe.graph_break_type(ev.reason)
+        key = (bt.gb_id if bt else summary, ev.filename, ev.line)
         g = groups.get(key)
-        if g is None:
-            groups[key] = GraphBreak(
-                reason=ev.reason,
-                count=1,
-                summary=summary,
-                filename=ev.filename,
-                line=ev.line,
-                source=_source_line(ev.filename, ev.line),
-                skipped_frame=ev.skipped_frame,
-            )
-        else:
+        if g is not None:
             g.count += 1
+            continue
+        g = groups[key] = GraphBreak(
+            reason=ev.reason,
+            count=1,
+            summary=summary,
+            filename=ev.filename,
+            line=ev.line,
+            source=_source_line(ev.filename, ev.line),
+            skipped_frame=ev.skipped_frame,
+        )
+        if bt is not None:
+            g.gb_id, g.gb_type, g.url = bt.gb_id, bt.gb_type, bt.url or ""
+        g.explanation = _gb_field(ev.reason, "Explanation:") or (bt.explanation if bt else "")
+        g.hints = _gb_hints(ev.reason) or (list(bt.hints) if bt else [])
+        if ev.filename and _is_library(ev.filename):
+            user = next((fl for fl in reversed(ev.stack) if not _is_library(fl[0])), None)
+            if user is not None:
+                g.user_filename, g.user_line = user
+                g.user_source = _source_line(*user)
     return list(groups.values())
+
+
+def _gb_field(reason: str, label: str) -> str:
+    for line in reason.splitlines():
+        line = line.strip()
+        if line.startswith(label):
+            return line[len(label) :].strip()
+    return ""
+
+
+def _gb_hints(reason: str) -> list[str]:
+    return [ln.strip()[5:].strip() for ln in reason.splitlines() if ln.strip().startswith("Hint:")]
+
+
+def _is_library(path: str) -> bool:
+    """A file of an installed package or of Python itself (not the user's)."""
+    import os
+    import site
+
+    if not path or path.startswith("<"):
+        return False  # a notebook cell or an exec'd string
+    roots = [*site.getsitepackages(), site.getusersitepackages(), sys.base_prefix, sys.prefix]
+    real = os.path.realpath(path)
+    return any(real.startswith(os.path.realpath(r) + os.sep) for r in roots if r)
+
+
+def _break_costs(breaks: list[GraphBreak], frames: list[FrameCompile]) -> list[GraphBreak]:
+    """Each break's cost (the resume frames torch compiled after it), most
+    costly first."""
+    for g in breaks:
+        tail = f"after the graph break at line {g.line}"
+        after = [
+            f
+            for f in frames
+            if f.kind == "frame" and f.filename == g.filename and f.name.endswith(tail)
+        ]
+        g.frames_after = len(after)
+        g.graphs_after = sum(1 for f in after if f.graph)
+        g.compile_s_after = sum(f.seconds for f in after)
+    return sorted(breaks, key=lambda g: (-g.compile_s_after, -g.frames_after, -g.count))
 
 
 def _guard_figures(rep: CellReport, window: probe.Window) -> None:
@@ -847,6 +938,12 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
             "graph breaks, frames compiled on their own) have no start to time from; "
             "-g measures all of them with the profiler"
         )
+
+
+def _fmt_s(s: float) -> str:
+    from .render import fmt_s
+
+    return fmt_s(s)
 
 
 def _plural(k: int, word: str) -> str:

@@ -228,3 +228,101 @@ def test_recompile_budget_against_the_cache_entries(sh):
         assert "entries" in hist and "3/4" in hist
     finally:
         torch._dynamo.config.recompile_limit = old
+
+
+CHATTY = """
+class Chatty(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+    def forward(self, x):
+        y = self.lin(x)
+        print("y:", y.shape)
+        if y.sum() > 0:
+            y = y.relu()
+        return y * 2
+chatty = torch.compile(Chatty(), backend='eager')
+"""
+
+
+def test_graph_break_todo_list_against_torch_logs_and_registry(sh):
+    import json
+    import os
+
+    registry = json.load(
+        open(os.path.join(os.path.dirname(torch.__file__), "_dynamo", "graph_break_registry.json"))
+    )
+    sh.run_cell(CHATTY, store_history=True)
+    torch._logging.set_logs(graph_breaks=True)
+    handler = Recompiles()
+    logger = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
+    logger.addHandler(handler)
+    try:
+        res, cap = run(
+            sh, "%%stance default --no-plot\nfor _ in range(2):\n    chatty(torch.randn(2, 4))"
+        )
+    finally:
+        logger.removeHandler(handler)
+        torch._logging.set_logs()
+    assert res.success
+    rep = last(sh)
+    logged = handler.messages  # torch's own graph_breaks records
+    assert sum(g.count for g in rep.graph_break_details) == len(logged) == 2
+    by_source = {g.source: g for g in rep.graph_break_details}
+    printing, branching = by_source['print("y:", y.shape)'], by_source["if y.sum() > 0:"]
+    for g in (printing, branching):
+        entry = registry[g.gb_id]  # torch's registry knows the id we read
+        assert entry[0]["Gb_type"] == g.gb_type
+        assert g.url.endswith(f"/gb/{g.gb_id.lower()}.html")
+        assert any(g.url in m for m in logged)
+        assert g.hints and all(any(h in m for m in logged) for h in g.hints)
+    assert printing.gb_type == "Failed to trace builtin operator"
+    assert branching.gb_type == "Data-dependent branching"
+    # cost: the resume functions torch compiled after each break (its records)
+    tail = f"graph break at line {branching.line}"
+    after = [f for f in rep.frames if f.name.endswith(tail)]
+    assert branching.frames_after == len(after) >= 1
+    assert branching.compile_s_after == pytest.approx(sum(f.seconds for f in after))
+    costs = [g.compile_s_after for g in rep.graph_break_details]
+    assert costs == sorted(costs, reverse=True)  # most costly first
+    text = str(rep)
+    assert printing.url in text and "hint:" in text
+    # the session-wide list: both cells' breaks, grouped, counted
+    sh.run_cell("torch.compiler.reset()")  # compiled anew: torch breaks (and logs) again
+    run(sh, "%%stance default -q\nchatty(torch.randn(2, 4))")
+    res, cap = run(sh, "%stance breaks")
+    assert res.success
+    bl = sh.user_ns["stance_magic"].breaks()
+    assert len(bl) == 2 and {b.count for b in bl} == {2}
+    assert all(len(b.cells) == 2 for b in bl)
+    assert "docs:" in str(bl) and "<a href=" in bl._repr_html_()
+    data = rep.to_dict()["graph_break_details"][0]
+    assert data["gb_id"] and data["url"] and data["hints"]
+
+
+def test_a_break_inside_library_code_names_the_users_line(sh, tmp_path, monkeypatch):
+    # a "library": a module under a site-packages folder the report treats as such
+    import site
+
+    lib = tmp_path / "site-packages"
+    lib.mkdir()
+    (lib / "fakelib.py").write_text(
+        "import torch\n\ndef noisy(x):\n    print('library says hi')\n    return x + 1\n"
+    )
+    monkeypatch.syspath_prepend(str(lib))
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(lib)])
+    sh.run_cell(
+        "import fakelib\n"
+        "@torch.compile(backend='eager')\n"
+        "def mine(x):\n"
+        "    y = x.sin()\n"
+        "    y = fakelib.noisy(y)\n"
+        "    return y.cos()\n",
+        store_history=True,
+    )
+    run(sh, "%%stance default -q\nmine(torch.ones(2))")
+    (g,) = last(sh).graph_break_details
+    assert g.filename.endswith("fakelib.py") and g.line == 4
+    assert g.user_where.startswith("In [") and g.user_where.endswith("line 5")
+    assert g.user_source == "y = fakelib.noisy(y)"
+    assert "inside fakelib.py:4" in g.todo()
