@@ -23,7 +23,11 @@ FLAG = re.compile(r"^(?:\d+/\d+: )?(?P<name>.+?) == (?P<value>True|False)\s*$")
 DICT = re.compile(r"___dict_contains\('(?P<attr>[^']+)', (?P<name>.+?)\.__dict__\)")
 #: An identity guard: a global class or function, an argument's type.
 IDENTITY = re.compile(r"___check_(?P<kind>obj|type)_id\((?P<expr>.+?), \d+\)")
-TENSOR = re.compile(r"tensor '(?P<name>[^']+)'")
+TENSOR = re.compile(
+    r"tensor '(?P<name>.+?)' (?:size|rank|dtype|device|requires_grad|stride|dispatch)"
+)
+#: A module's parameter or buffer, as torch names it in a guard.
+PARAMETER = re.compile(r"_(?:parameters|buffers)\[")
 SIZE = re.compile(r"size mismatch at index (?P<dim>\d+)\. expected (?P<a>\d+), actual (?P<b>\d+)")
 
 _KINDS = (
@@ -129,6 +133,19 @@ def identify(guard: str, defined: dict[str, tuple[str, str, str]] | None = None)
     kind = failure_kind(body)
     tensor = TENSOR.search(body)
     tname = tensor.group("name") if tensor else "an input"
+    if kind == "size" and PARAMETER.search(tname):
+        m = SIZE.search(body)
+        change = f"dimension {m.group('dim')}: {m.group('a')} → {m.group('b')}" if m else body
+        return Cause(
+            "parameter",
+            tname,
+            f"a parameter has another size (`{tname}`, {change}): a module of the same class "
+            "with other shapes went through the same compiled code (torch compiles modules "
+            "through one shared wrapper, so their entries count together)",
+            "each parameter shape needs a graph of its own; torch's hint: "
+            "torch._dynamo.config.force_parameter_static_shapes = False",
+            text,
+        )
     if kind == "size":
         m = SIZE.search(body)
         change = f"dimension {m.group('dim')}: {m.group('a')} → {m.group('b')}" if m else body

@@ -643,9 +643,10 @@ class Recorder:
         self._reset_hits = 0
         self._orig_reasons: list[tuple[Any, str, Any]] = []
         self._orig_exceeds: Any = None
-        #: frames at their recompile limit, kept across windows (torch keeps
-        #: running them eagerly): id(key) -> (key, code, LimitHit)
-        self._limits: dict[int, tuple[Any, Any, LimitHit]] = {}
+        #: code objects at their recompile limit, kept across windows (torch
+        #: keeps running them eagerly; several compiled modules can share one,
+        #: torch's module wrapper): code -> LimitHit
+        self._limits: dict[Any, LimitHit] = {}
         #: the code object torch compiles for a called function or module,
         #: learnt when it compiled: id(key) -> (weak key, code)
         self._codes: dict[int, tuple[Any, Any]] = {}
@@ -916,13 +917,14 @@ class Recorder:
             return
         if miss.stance == "force_eager":
             return
-        entry = self._limits.get(id(miss.key))
-        if entry is not None and entry[0]() is miss.key:
-            if _cache_entry_count(entry[1]):
+        code = self._code_of(miss.key)
+        limit = self._limits.get(code) if code is not None else None
+        if limit is not None:
+            if _cache_entry_count(code):
                 miss.outcome = MISS_LIMIT
-                miss.limit = entry[2]
+                miss.limit = limit
             else:  # torch.compiler.reset() ran since: the limit is gone
-                self._limits.pop(id(miss.key), None)
+                self._limits.pop(code, None)
 
     def _reasons_wrapper(self, orig: Any) -> Any:
         """torch lists every cache entry's failed guard before it recompiles
@@ -1003,7 +1005,8 @@ class Recorder:
                 limit.compile_id = cid
                 miss.limit = info.limit = limit
                 miss.outcome = MISS_LIMIT
-                self._limits[id(miss.key)] = (_weak(miss.key), code, limit)
+                if isinstance(code, types.CodeType):
+                    self._limits[code] = limit
             else:
                 miss.outcome = MISS_COMPILED
             if getattr(rec, "co_name", None) is None:
@@ -1806,7 +1809,8 @@ def _describe_frame(code: Any, key: Any) -> tuple[str, str, int | None]:
             return f"{fn} after the graph break at line {line}", code.co_filename, line
         if key is not None and not isinstance(key, types.CodeType):
             name, filename, line = describe_callable(key)
-            if filename == code.co_filename:
+            # the function itself, or torch's own wrapper around a module
+            if filename == code.co_filename or code.co_filename.startswith(_torch_dir()):
                 return name, filename, line
         return code.co_name, code.co_filename, code.co_firstlineno
     if key is None:

@@ -67,15 +67,8 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
     if shown:
         full = rep.fullest
         value = str(full) if len(shown) == 1 else f"{len(shown)} frames; fullest: {full}"
-        rows.append(
-            (
-                "recompile budget",
-                value,
-                [str(b) for b in shown]
-                if len(shown) > 1
-                else [f"torch._dynamo.config.{full.config}"],
-            )
-        )
+        value += f" ({full.config})"
+        rows.append(("recompile budget", value, [str(b) for b in shown] if len(shown) > 1 else []))
     if len(rep.causes) == 1:
         rows.append(("why it recompiled", str(rep.causes[0]), []))
     elif rep.causes:
