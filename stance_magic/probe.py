@@ -462,6 +462,28 @@ class FrameBudget:
 
 
 @dataclass
+class GraphShapes:
+    """The inputs of one graph as torch handed it to the backend: sizes with
+    the symbols torch made (``s77``), why each is dynamic, and the sizes the
+    code specialized (a symbol torch replaced by a number, with the guard and
+    the user's line that did it)."""
+
+    #: (input's source, its sizes): ``("L['x']", ["s77", "128"])``
+    inputs: list[tuple[str, list[str]]] = field(default_factory=list)
+    #: (symbol, its source, why it is dynamic)
+    symbols: list[tuple[str, str, str]] = field(default_factory=list)
+    #: (symbol, value, its source, torch's guard, the user's line)
+    specialized: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+
+
+#: Why a dimension is dynamic, as the report says it.
+WHY_MARKED = "mark_dynamic"
+WHY_DYNAMIC_TRUE = "dynamic=True"
+WHY_THEN_COMPILE = "inferred from the first calls (eager_then_compile)"
+WHY_AUTOMATIC = "automatic dynamic: an earlier compile saw another size"
+
+
+@dataclass
 class RecordInfo:
     """What the recorder learnt about one compile record while it was made."""
 
@@ -485,6 +507,8 @@ class RecordInfo:
     exception: str | None = None
     #: the code object compiled (torch's _compile had it), for its cache entries
     code: Any = field(default=None, repr=False, compare=False)
+    #: the graph's inputs as handed to the backend (None: no graph reached one)
+    shapes: GraphShapes | None = None
 
 
 #: What torch did after a cache miss.
@@ -651,6 +675,7 @@ class Recorder:
         #: learnt when it compiled: id(key) -> (weak key, code)
         self._codes: dict[int, tuple[Any, Any]] = {}
         self._aot_seen = 0
+        self._orig_user_compiler: Any = None
         self._clear_running()
 
     def _clear_running(self) -> None:
@@ -674,6 +699,8 @@ class Recorder:
         self._pending_code: Any = None
         #: torch.compile calls by their compile_wrapper frame
         self._acts: dict[int, _Activation] = {}
+        #: the shapes of the graph the backend is compiling, until its record
+        self._shapes: GraphShapes | None = None
 
     # -- installation -----------------------------------------------------
     @property
@@ -704,6 +731,10 @@ class Recorder:
         if self._orig_exceeds is not None:
             t.convert_frame.exceeds_recompile_limit = self._exceeds_wrapper(self._orig_exceeds)
         self._aot_seen = _aot_dispatch_count()
+        og = t.output_graph.OutputGraph
+        self._orig_user_compiler = vars(og).get("call_user_compiler")
+        if self._orig_user_compiler is not None:
+            og.call_user_compiler = self._user_compiler_wrapper(self._orig_user_compiler)
         self._register_sentinel()
         self._hooks_on = True
 
@@ -731,6 +762,12 @@ class Recorder:
         if getattr(exceeds, "_stance_magic_wraps", None) is self._orig_exceeds is not None:
             setattr(t.convert_frame, _EXCEEDS_FN, self._orig_exceeds)
         self._orig_exceeds = None
+        og = t.output_graph.OutputGraph
+        wrapped = vars(og).get("call_user_compiler")
+        orig = self._orig_user_compiler
+        if orig is not None and getattr(wrapped, "_stance_magic_wraps", None) is orig:
+            og.call_user_compiler = orig
+        self._orig_user_compiler = None
         self._unregister_sentinel()
         self._hooks_on = False
 
@@ -952,6 +989,24 @@ class Recorder:
         get_and_maybe_log_recompilation_reasons._stance_magic_wraps = orig  # type: ignore[attr-defined]
         return get_and_maybe_log_recompilation_reasons
 
+    def _user_compiler_wrapper(self, orig: Any) -> Any:
+        """Dynamo hands each graph to the backend here: read its inputs'
+        sizes and the shape environment's symbols before it does."""
+        recorder = self
+
+        def call_user_compiler(og: Any, gm: Any, example_inputs: Any) -> Any:
+            if recorder._threads and recorder._get_ident() in recorder._threads:
+                try:
+                    act = recorder._act
+                    stance = act.stance if act is not None else ""
+                    recorder._shapes = _graph_shapes(og, gm, stance)
+                except Exception:  # a nicety: never break a compile
+                    recorder._shapes = None
+            return orig(og, gm, example_inputs)
+
+        call_user_compiler._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return call_user_compiler
+
     def _exceeds_wrapper(self, orig: Any) -> Any:
         def exceeds_recompile_limit(*args: Any, **kwargs: Any) -> Any:
             result = orig(*args, **kwargs)
@@ -992,6 +1047,7 @@ class Recorder:
         miss = self._pending
         if is_frame_compile(rec):
             info.code = self._pending_code or _compiling_code(sys._getframe(1))
+            info.shapes, self._shapes = self._shapes, None
         if miss is not None and self._pending_code is not None and is_frame_compile(rec):
             # the compile (or the refused attempt) that the last miss led to
             code = self._pending_code
@@ -1223,6 +1279,7 @@ class _TorchHooks:
     utils: Any
     callback_handler: Any
     convert_frame: Any
+    output_graph: Any
 
 
 @functools.cache
@@ -1230,6 +1287,7 @@ def _torch_hooks() -> _TorchHooks:
     require_torch()
     import torch._dynamo.convert_frame as convert_frame
     import torch._dynamo.guards as guards
+    import torch._dynamo.output_graph as output_graph
     from torch._C._dynamo import eval_frame as c_eval_frame
     from torch._dynamo import utils
     from torch._dynamo.callback import callback_handler
@@ -1238,7 +1296,9 @@ def _torch_hooks() -> _TorchHooks:
         raise TorchSupportError(
             f"torch {_torch_str()} has no set_guard_complete_hook; cache hits cannot be counted"
         )
-    return _TorchHooks(_eval_frame(), c_eval_frame, guards, utils, callback_handler, convert_frame)
+    return _TorchHooks(
+        _eval_frame(), c_eval_frame, guards, utils, callback_handler, convert_frame, output_graph
+    )
 
 
 class _BreakHandler(logging.Handler):
@@ -1786,6 +1846,74 @@ def _defined_at(obj: Any) -> tuple[str, str, int | None, str] | None:
         # a class without methods: only its module says it is the notebook's
         return obj.__qualname__, NOTEBOOK if obj.__module__ == "__main__" else "", None, "class"
     return None
+
+
+def _graph_shapes(og: Any, gm: Any, stance: str) -> GraphShapes:
+    """What :class:`GraphShapes` holds, read from Dynamo's output graph and its
+    shape environment just before the backend compiles it."""
+    from torch._dynamo import config
+
+    shapes = GraphShapes()
+    env = getattr(og, "shape_env", None)
+    marked: dict[str, set[int]] = {}
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("example_value")
+        arg = node.meta.get("grapharg")
+        source = getattr(getattr(arg, "source", None), "name", None)
+        source = source() if callable(source) else source
+        if source is None or not hasattr(value, "shape"):
+            continue
+        shapes.inputs.append((str(source), [str(d) for d in value.shape]))
+        try:
+            real = arg.example
+        except Exception:
+            real = None
+        marked[str(source)] = set(getattr(real, "_dynamo_dynamic_indices", ()) or ())
+    if env is None:
+        return shapes
+    dynamic_true = getattr(config, "assume_static_by_default", True) is False
+    sources = {str(k): [s.name() if callable(s.name) else s.name for s in v]
+               for k, v in getattr(env, "var_to_sources", {}).items()}  # fmt: skip
+    replaced = {str(k): str(v) for k, v in getattr(env, "replacements", {}).items()}
+    for sym, srcs in sources.items():
+        src = srcs[0] if srcs else ""
+        if sym in replaced:
+            if replaced[sym].lstrip("-").isdigit():
+                guard, where = _specializing_guard(env, sym, replaced[sym])
+                shapes.specialized.append((sym, replaced[sym], src, guard, where))
+            continue
+        base, dim = _size_source(src)
+        if base is not None and dim in marked.get(base, ()):
+            why = WHY_MARKED
+        elif stance in ("eager_then_compile", "aot_eager_then_compile"):
+            why = WHY_THEN_COMPILE
+        elif dynamic_true:
+            why = WHY_DYNAMIC_TRUE
+        else:
+            why = WHY_AUTOMATIC
+        shapes.symbols.append((sym, src, why))
+    return shapes
+
+
+_SIZE_SOURCE = re.compile(r"^(?P<base>.+)\.size\(\)\[(?P<dim>\d+)\]$")
+
+
+def _size_source(source: str) -> tuple[str | None, int]:
+    m = _SIZE_SOURCE.match(source)
+    return (m.group("base"), int(m.group("dim"))) if m else (None, -1)
+
+
+def _specializing_guard(env: Any, sym: str, value: str) -> tuple[str, str]:
+    """torch's guard that pinned ``sym`` to ``value`` and the user's line it
+    came from (the shape environment's own record of where)."""
+    wanted = {f"Eq({sym}, {value})", f"Eq({value}, {sym})"}
+    for g in getattr(env, "guards", ()) or ():
+        if str(g.expr) in wanted:
+            loc = getattr(g.sloc, "maybe_user_loc", None) or ""
+            return str(g.expr), str(loc)
+    return f"Eq({sym}, {value})", ""
 
 
 def _weak(obj: Any) -> Callable[[], Any]:

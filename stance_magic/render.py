@@ -69,6 +69,13 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
         value = str(full) if len(shown) == 1 else f"{len(shown)} frames; fullest: {full}"
         value += f" ({full.config})"
         rows.append(("recompile budget", value, [str(b) for b in shown] if len(shown) > 1 else []))
+    dyn = [d for d in rep.dynamic_shapes if d.dynamic]
+    if dyn:
+        details = []
+        for d in dyn:
+            details.append(f"{d.where}: {'; '.join(d.inputs)}" if d.where else "; ".join(d.inputs))
+            details.extend(f"↳ {s}" for s in d.symbols + d.specialized)
+        rows.append(("dynamic shapes", "; ".join(dyn[-1].inputs), details))
     if len(rep.causes) == 1:
         rows.append(("why it recompiled", str(rep.causes[0]), []))
     elif rep.causes:

@@ -230,6 +230,25 @@ class Budget:
 
 
 @dataclass
+class DynamicShapes:
+    """One compiled graph's inputs: which sizes are symbols, why, and which the
+    code specialized (names as torch gave them: ``s77``)."""
+
+    compile_id: str
+    where: str
+    #: ``x: [s77, 128]``
+    inputs: list[str] = field(default_factory=list)
+    #: ``s77 = x.size()[0]: mark_dynamic``
+    symbols: list[str] = field(default_factory=list)
+    #: ``s77 = x.size()[0] → 8 by Eq(s77, 8) at `x.view(8, -1)` (…)``
+    specialized: list[str] = field(default_factory=list)
+
+    @property
+    def dynamic(self) -> bool:
+        return bool(self.symbols or self.specialized)
+
+
+@dataclass
 class CellReport:
     """What torch.compile did and cost in one measured cell.
 
@@ -293,6 +312,8 @@ class CellReport:
     causes: list[_causes.Cause] = field(default_factory=list)
     #: cache entries of each frame compiled or looked up, against the limit
     recompile_budget: list[Budget] = field(default_factory=list)
+    #: each compiled graph's input sizes, its symbolic dimensions and why
+    dynamic_shapes: list[DynamicShapes] = field(default_factory=list)
     eager_first_calls: int = 0
     #: torch.compile calls that ran their function without any compiled
     #: code and without a lookup, by the stance they ran under
@@ -725,6 +746,9 @@ def build_report(
         rep.refused_recompiles = 1  # refused from an empty cache: no lookup first
     rep.recompile_limits = _recompile_limits(window)
     rep.causes = _recompile_causes(rep, window)
+    rep.dynamic_shapes = _dynamic_shapes(window, frames)
+    if error is not None and type(error).__name__ == "ConstraintViolationError":
+        rep.notes.append(_constraint_note(str(error)))
     rep.recompile_budget = [
         Budget(f"{n} ({_where(f, line)})" if f else n, b.entries, b.limit, b.config)
         for b in window.budgets
@@ -762,6 +786,47 @@ def _recompile_causes(rep: CellReport, window: probe.Window) -> list[_causes.Cau
         if m.outcome == probe.MISS_REFUSED and m.failures:
             add(_guard_failures(m.failures), "", m.defined)
     return list(found.values())
+
+
+def _pretty_source(source: str) -> str:
+    """``L['x'].size()[0]`` as a user writes it: ``x.size()[0]``."""
+    return re.sub(r"\b[LG]\[['\"]([^'\"]+)['\"]\]", r"\1", source)
+
+
+def _dynamic_shapes(window: probe.Window, frames: list[FrameCompile]) -> list[DynamicShapes]:
+    where = {f.compile_id: f.where for f in frames}
+    out = []
+    for rec in window.records:
+        info = window.info.get(id(rec))
+        shapes = getattr(info, "shapes", None)
+        if shapes is None:
+            continue
+        cid = str(rec.compile_id)
+        d = DynamicShapes(cid, where.get(cid, ""))
+        d.inputs = [f"{_pretty_source(s)}: [{', '.join(dims)}]" for s, dims in shapes.inputs]
+        d.symbols = [f"{sym} = {_pretty_source(src)}: {why}" for sym, src, why in shapes.symbols]
+        for sym, value, src, guard, loc in shapes.specialized:
+            line = f"{sym} = {_pretty_source(src)} specialized to {value} by {guard}"
+            code, _, at = loc.partition("  # ")
+            m = re.match(r"^(?P<file>.+):(?P<line>\d+) in (?P<fn>.+)$", at.strip())
+            if m:
+                at = f"{_where(m.group('file'), int(m.group('line')))} in {m.group('fn')}"
+            if code.strip():
+                line += f" at `{code.strip()}`" + (f" ({at.strip()})" if at.strip() else "")
+            d.specialized.append(line)
+        out.append(d)
+    return out
+
+
+def _constraint_note(text: str) -> str:
+    """One line for torch's ConstraintViolationError (a dimension marked
+    dynamic that the code specialized)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    detail = next((ln for ln in lines if ln.startswith("- ")), lines[0] if lines else text)
+    return (
+        "a dimension marked dynamic (mark_dynamic) was specialized by the code, so torch "
+        f"refused to compile: {detail.lstrip('- ')}"
+    )
 
 
 def _place(filename: str) -> str:

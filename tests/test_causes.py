@@ -326,3 +326,108 @@ def test_a_break_inside_library_code_names_the_users_line(sh, tmp_path, monkeypa
     assert g.user_where.startswith("In [") and g.user_where.endswith("line 5")
     assert g.user_source == "y = fakelib.noisy(y)"
     assert "inside fakelib.py:4" in g.todo()
+
+
+class ShapeLog(logging.Handler):
+    """torch's own ``dynamic`` log records (TORCH_LOGS=+dynamic)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def created(self) -> dict[str, str]:
+        """symbol -> source, from torch's create_symbol records."""
+        out = {}
+        for m in self.messages:
+            if m.startswith("create_symbol "):
+                words = m.split()
+                out[words[1]] = words[5]
+        return out
+
+
+@pytest.fixture
+def shape_log():
+    torch._logging.set_logs(dynamic=logging.DEBUG)
+    handler = ShapeLog()
+    logger = logging.getLogger("torch.fx.experimental.symbolic_shapes")
+    logger.addHandler(handler)
+    yield handler
+    logger.removeHandler(handler)
+    torch._logging.set_logs()
+
+
+@pytest.mark.parametrize(
+    ("cell", "why"),
+    [
+        (
+            "g = torch.compile(lambda x: x.tan(), backend='eager')\n"
+            "g(torch.ones(2, 3)); g(torch.ones(6, 3))",
+            "automatic dynamic",
+        ),
+        (
+            "t = torch.ones(5, 3); torch._dynamo.mark_dynamic(t, 0)\n"
+            "torch.compile(lambda x: x.cos(), backend='eager')(t)",
+            "mark_dynamic",
+        ),
+        (
+            "torch.compile(lambda x: x.sin(), backend='eager', dynamic=True)(torch.ones(5, 3))",
+            "dynamic=True",
+        ),
+    ],
+    ids=["automatic", "mark_dynamic", "dynamic-true"],
+)
+def test_dynamic_dimensions_named_as_torch_names_them(sh, shape_log, cell, why):
+    rep = measured(sh, "", cell)
+    created = shape_log.created()  # independent: torch's create_symbol records
+    d = rep.dynamic_shapes[-1]
+    (sym_line,) = [s for s in d.symbols if s.startswith("s")][:1]
+    sym = sym_line.split(" ", 1)[0]
+    assert created[sym] == "L['x'].size()[0]"
+    assert d.inputs[0].startswith(f"x: [{sym}, ")
+    assert why in sym_line
+    if why == "dynamic=True":
+        assert any(s.endswith("dynamic=True") for s in d.symbols)
+    assert "dynamic shapes" in str(rep)
+
+
+def test_eager_then_compile_inferred_dimension(sh, shape_log):
+    sh.run_cell("k = torch.compile(lambda x: x.exp(), backend='eager')")
+    res, _ = run(
+        sh,
+        "%%stance eager_then_compile -q\nfor n in (2, 7, 9):\n    k(torch.ones(n, 3))",
+    )
+    rep = last(sh)
+    (d,) = rep.dynamic_shapes
+    created = shape_log.created()
+    (line,) = d.symbols
+    assert created[line.split(" ", 1)[0]] == "L['x'].size()[0]"
+    assert "eager_then_compile" in line
+
+
+def test_a_specialized_dimension_names_the_guard_and_line(sh, shape_log):
+    sh.run_cell("def h(x):\n    return x.view(8, -1).sum(0)\n", store_history=True)
+    rep = measured(sh, "", "torch.compile(h, backend='eager', dynamic=True)(torch.ones(8, 4))")
+    (d,) = rep.dynamic_shapes
+    (spec,) = d.specialized
+    sym = spec.split(" ", 1)[0]
+    # torch's own record of the guard that pinned the symbol
+    assert any(f"Eq({sym}, 8)" in m for m in shape_log.messages)
+    assert f"specialized to 8 by Eq({sym}, 8)" in spec
+    assert "`return x.view(8, -1).sum(0)`" in spec and ", line 2 in h" in spec
+
+
+def test_mark_dynamic_specialized_explains_the_failed_cell(sh):
+    sh.run_cell("def h2(x):\n    return x.view(8, -1).sum(0)\n")
+    res, _ = run(
+        sh,
+        "%%stance default -q\nt = torch.ones(8, 4)\ntorch._dynamo.mark_dynamic(t, 0)\n"
+        "torch.compile(h2, backend='eager')(t)",
+    )
+    assert not res.success
+    assert type(res.error_in_exec).__name__ == "ConstraintViolationError"
+    rep = last(sh)
+    (note,) = [n for n in rep.notes if "marked dynamic" in n]
+    assert "specialized it to be a constant (8)" in note

@@ -566,3 +566,37 @@ def test_gpt2_at_its_recompile_limit_against_torch(sh):
     assert lim.where.startswith("GPT2LMHeadModel.forward")
     assert lim.limit == 3 and lim.config == "recompile_limit"
     assert any("mark_dynamic" in h for h in rep.advice())
+
+
+def test_gpt2_dynamic_length_named_as_torch_names_it(sh):
+    """GPT-2 generating without a KV cache: the first graph is static, the
+    recompile makes the sequence length a symbol (automatic dynamic); the
+    symbol's name and source are torch's own (its create_symbol records)."""
+    sh.run_cell(COUNTED_GPT2)
+    created: dict[str, str] = {}
+
+    class Created(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            msg = record.getMessage()
+            if msg.startswith("create_symbol "):
+                words = msg.split()
+                created[words[1]] = words[5]
+
+    handler = Created(logging.DEBUG)
+    torch._logging.set_logs(dynamic=logging.DEBUG)
+    logger = logging.getLogger("torch.fx.experimental.symbolic_shapes")
+    logger.addHandler(handler)
+    try:
+        res, _ = run(sh, "%%stance default -q\nout = models.generate(cgpt, ids, 4)")
+    finally:
+        logger.removeHandler(handler)
+        torch._logging.set_logs()
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    first, second = rep.dynamic_shapes[:2]
+    assert not first.symbols and first.inputs[0].endswith("[1, 8]")
+    (sym_line,) = [s for s in second.symbols if "size()[1]" in s]
+    sym = sym_line.split(" ", 1)[0]
+    assert created[sym].endswith(".size()[1]")
+    assert "automatic dynamic" in sym_line
+    assert f"[1, {sym}]" in second.inputs[0]
