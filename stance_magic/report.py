@@ -483,8 +483,15 @@ def _cell_number(path: str) -> int | None:
     get = getattr(ip, "get_ipython", None) if ip is not None else None
     shell = get() if get is not None else None
     names = getattr(getattr(shell, "compile", None), "_filename_map", None)
-    if not names or path not in names:
+    if not names:
         return None
+    if path not in names:
+        # torch shortens paths in some messages (``mp/ipykernel_1/2.py``)
+        if not path or path.startswith(("/", "<")):
+            return None
+        path = next((name for name in names if name.endswith(path)), "")
+        if not path:
+            return None
     number = names[path]
     return number if isinstance(number, int) and number > 0 else None
 
