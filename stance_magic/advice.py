@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .render import fmt_bytes, fmt_s
+from .text import fmt_bytes, fmt_s
+from .text import plural as _n
 
 MAX_HINTS = 3
 #: Guard evaluation above this share of the steady-state time earns a hint.
@@ -27,10 +28,6 @@ def _size_recompiles(rep: Any) -> list[str]:
 
 def _kind_recompiles(rep: Any) -> list[str]:
     return [r for r in rep.recompiles if _KIND.search(r)]
-
-
-def _n(k: int, word: str) -> str:
-    return f"{k} {word}{'' if k == 1 else 's'}"
 
 
 def _all_lookups(k: int) -> str:

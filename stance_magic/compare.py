@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from . import probe
-from .engine import Engine, Stance
-from .render import fmt_bytes, fmt_s, html_table, shorten, text_table
+from .engine import Engine
+from .render import html_table, text_table
 from .report import CellReport, error_line
+from .stance import Stance
+from .text import fmt_bytes, fmt_s, shorten
 
 #: Spread above which a steady-state figure is flagged as not to be trusted:
 #: interquartile range over median (torch.utils.benchmark flags 10 %; the

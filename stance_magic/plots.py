@@ -11,6 +11,10 @@ import base64
 import io
 from typing import Any, Sequence
 
+from .stance import stance_text
+from .text import cell_label, fmt_bytes, fmt_s
+from .text import plural as _n
+
 #: Width that reads well in a notebook cell (inches at 100 dpi: 760 px).
 WIDTH_IN = 7.6
 DPI = 100
@@ -82,10 +86,6 @@ def _legend(ax: Any) -> None:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
-def _n(k: int, word: str) -> str:
-    return f"{k} {word}{'' if k == 1 else 's'}"
-
-
 def _annotate(ax: Any, y: int, x: float, text: str) -> None:
     ax.text(x, y, "  " + text, va="center", fontsize=7.5, color="#333333")
 
@@ -115,7 +115,6 @@ def report_figure(rep: Any) -> Any:
             ("execution", COLORS["run"], [v * scale for v in exe]),
         ],
     )
-    from .render import cell_label, fmt_s
 
     run_i = len(labels) - 1
     summary = (
@@ -198,7 +197,6 @@ def sweep_figure(result: Any) -> Any:
             ("execution", COLORS["run"], exe),
         ],
     )
-    from .render import fmt_bytes, fmt_s
 
     if memory:
         peaks = [(r.peak_bytes or 0) / 1e6 for r in reps]
@@ -328,9 +326,6 @@ def history_figure(
     """
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
-
-    from .engine import stance_text
-    from .render import cell_label, fmt_bytes, fmt_s
 
     reps = list(reports)
     shown, total = history_cells(reps, history_capacity(width_px))

@@ -5,34 +5,10 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Sequence
 
-from .engine import stance_text
-from .report import PHASE_LABELS, PHASES, CellReport, first_line
-
-
-def fmt_s(s: float | None) -> str:
-    """Seconds, readable: 1.23 s, 45.6 ms, 789 µs."""
-    if s is None:
-        return "n/a"
-    a = abs(s)
-    if a >= 1:
-        return f"{s:.2f} s"
-    if a >= 1e-3:
-        return f"{s * 1e3:.1f} ms"
-    if a >= 1e-6 or a == 0:
-        return f"{s * 1e6:.0f} µs" if a >= 1e-5 or a == 0 else f"{s * 1e6:.1f} µs"
-    return f"{s * 1e9:.0f} ns"
-
-
-def fmt_bytes(n: float | None, signed: bool = False) -> str:
-    """Bytes, readable (decimal units): 64.0 MB, 812 kB, 0 B."""
-    if n is None:
-        return "n/a"
-    sign = ("+" if n > 0 else "−" if n < 0 else "") if signed else ("−" if n < 0 else "")
-    a = abs(n)
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if a >= scale:
-            return f"{sign}{a / scale:.1f} {unit}"
-    return f"{sign}{a:.0f} B"
+from .report import PHASE_LABELS, PHASES, CellReport
+from .stance import stance_text
+from .text import cell_label, first_line, fmt_bytes, fmt_s, shorten
+from .text import plural as _plural
 
 
 def _stance_line(rep: CellReport) -> str:
@@ -121,15 +97,6 @@ MAX_DETAILS = 8
 
 def _more(n: int) -> str:
     return f"and {n} more (all in the report's data and %stance history --json)"
-
-
-def cell_label(rep: Any) -> str:
-    """How reports, charts and the panel name a measured cell: IPython's
-    ``In [7]`` when known, else its place in the history (``cell 3``)."""
-    number = getattr(rep, "execution_count", None)
-    if number:
-        return f"In [{number}]"
-    return f"cell {rep.index}" if getattr(rep, "index", 0) else ""
 
 
 def _notes(rep: CellReport) -> list[str]:
@@ -238,12 +205,6 @@ def _cell(key: str, v: Any) -> str:
     return shorten(text) if key == "error" else text
 
 
-def shorten(text: str, width: int = 60) -> str:
-    """One line of at most ``width`` characters (full text stays in the export)."""
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def text_table(head: Sequence[str], body: Sequence[Sequence[str]], indent: str = "") -> str:
     """Columns padded to their widest cell, a rule under the header."""
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
@@ -299,16 +260,22 @@ class History(list):
         p.text(str(self))
 
 
-__all__ = ["History", "first_line", "fmt_s", "history_html", "history_text", "report_html"]
+__all__ = [
+    "History",
+    "cell_label",
+    "first_line",
+    "fmt_bytes",
+    "fmt_s",
+    "history_html",
+    "history_text",
+    "report_html",
+    "shorten",
+]
 
 
 def advice_html(lines: Iterable[str]) -> str:
     items = "".join(f"<li>{html.escape(a)}</li>" for a in lines)
     return f'<ul class="sm-advice" style="margin:2px 0 6px;font-size:12px">{items}</ul>'
-
-
-def _plural(k: int, word: str) -> str:
-    return f"{k} {word}{'' if k == 1 else 's'}"
 
 
 def _compiles_value(rep: CellReport) -> str:

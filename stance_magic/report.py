@@ -10,11 +10,12 @@ from __future__ import annotations
 import linecache
 import re
 import statistics
-import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import probe
+from .text import first_line, place, short_path
+from .text import plural as _plural
 
 PHASES = ("dynamo", "aot_autograd", "backend", "codegen", "other")
 PHASE_LABELS = {
@@ -292,43 +293,6 @@ class CellReport:
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
-
-
-def short_path(path: str) -> str:
-    """A file path as a reader knows it: a notebook cell as ``In [N]``, a
-    library file without its site-packages (or current directory) prefix."""
-    import os
-    import site
-
-    cell = _cell_number(path)
-    if cell is not None:
-        return f"In [{cell}]"
-    prefixes = [*site.getsitepackages(), site.getusersitepackages(), os.getcwd()]
-    for prefix in sorted(prefixes, key=len, reverse=True):
-        prefix = prefix.rstrip(os.sep) + os.sep
-        if path.startswith(prefix):
-            return path[len(prefix) :]
-    return path
-
-
-def _cell_number(path: str) -> int | None:
-    """The execution count IPython gave the cell compiled under ``path``."""
-    ip = sys.modules.get("IPython")
-    get = getattr(ip, "get_ipython", None) if ip is not None else None
-    shell = get() if get is not None else None
-    names = getattr(getattr(shell, "compile", None), "_filename_map", None)
-    if not names or path not in names:
-        return None
-    number = names[path]
-    return number if isinstance(number, int) and number > 0 else None
-
-
-def first_line(source: str, width: int = 30) -> str:
-    for line in source.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            return line if len(line) <= width else line[: width - 1] + "…"
-    return ""
 
 
 def _first_line(text: str) -> str:
@@ -647,14 +611,5 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
         )
 
 
-def _plural(k: int, word: str) -> str:
-    return f"{k} {word}{'' if k == 1 else 's'}"
-
-
 def _where(filename: str, line: int | None) -> str:
-    if not filename:
-        return ""
-    loc = short_path(filename)
-    if not line:
-        return loc
-    return f"{loc}, line {line}" if loc.startswith("In [") else f"{loc}:{line}"
+    return place(short_path(filename), line) if filename else ""

@@ -35,15 +35,13 @@ from .engine import (
     SKIP_GUARD_WARNING,
     CompiledRegionError,
     Engine,
-    Stance,
-    StanceError,
     TorchSupportError,
     get_engine,
-    make_stance,
     reset_note,
-    stance_text,
-    supported_stances,
 )
+from .stance import Stance, StanceError, make_stance, stance_text, supported_stances
+from .text import cell_label, fmt_s
+from .text import plural as _plural
 
 try:
     import ipywidgets as widgets
@@ -148,10 +146,6 @@ def _backend_key(backend: Any) -> Any:
     return NO_BACKEND if backend is None else backend
 
 
-def _plural(k: int, word: str) -> str:
-    return f"{k} {word}{'' if k == 1 else 's'}"
-
-
 def used_compiled_code(rep: Any, previous: Any = None) -> bool:
     """Whether a watched cell is worth showing: it changed something (see
     :func:`stance_magic.plots.changed_something`) or ran compiled code."""
@@ -171,8 +165,6 @@ def summary_line(rep: Any, session: Stance | None = None) -> str:
     >>> summary_line(CellReport(stance="default", index=3, wall_s=0.5, compile_s=0.4, compiles=1))
     'cell 3 · default · 500.0 ms: 1 compile (400.0 ms), 0 cache hits'
     """
-    from .render import cell_label, fmt_s
-
     stance = stance_text(rep.stance, rep.skip_guard_eval_unsafe, rep.backend)
     if session is not None and stance != str(session):
         stance += f" (its own; session: {session})"
