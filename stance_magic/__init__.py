@@ -95,11 +95,15 @@ def measure(
 
     engine = get_engine()
     st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
-    measuring = engine.measure(st, label=label, memory=memory, profile_guards=profile_guards)
+    # Gathered, the report is added to the history once rank 0 has the
+    # combined view (published once, complete).
+    measuring = engine.measure(
+        st, label=label, memory=memory, profile_guards=profile_guards, record=not gather
+    )
     if gather:
         from .ranks import gathered
 
-        return gathered(measuring, gather)
+        return gathered(measuring, gather, publish=engine.add_report)
     return measuring
 
 

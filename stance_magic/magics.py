@@ -472,8 +472,14 @@ class StanceMagics(Magics):
             if not args.quiet:
                 self._pending.append((result, not args.no_plot))
             return result.value
+        # --ranks: the report is added to the history after the gather (see
+        # ranks.gathered), so that it is published once, complete.
         measuring = self.engine.measure(
-            stance, source=cell, profile_guards=args.profile_guards, memory=args.memory
+            stance,
+            source=cell,
+            profile_guards=args.profile_guards,
+            memory=args.memory,
+            record=not args.ranks,
         )
         if args.ranks:
             return self._cell_ranks(args, measuring, number, run)
@@ -494,7 +500,9 @@ class StanceMagics(Magics):
 
         rep = None
         try:
-            with ranks.gathered(measuring, "full" if args.full else "summary") as rep:
+            with ranks.gathered(
+                measuring, "full" if args.full else "summary", publish=self.engine.add_report
+            ) as rep:
                 rep.execution_count = number
                 return run()
         finally:

@@ -30,7 +30,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 __all__ = [
     "RankFlag",
@@ -454,7 +454,9 @@ NO_GROUP = (
 
 
 @contextlib.contextmanager
-def gathered(measuring: Any, mode: Any = True) -> Iterator[Any]:
+def gathered(
+    measuring: Any, mode: Any = True, publish: Callable[[Any], None] | None = None
+) -> Iterator[Any]:
     """Wrap a measuring context (``Engine.measure``) so that its report is
     gathered across ranks when the block ends (:func:`gather`).
 
@@ -463,23 +465,32 @@ def gathered(measuring: Any, mode: Any = True) -> Iterator[Any]:
     exception then propagates unchanged. After a KeyboardInterrupt (or any
     other BaseException) nothing is gathered: an interrupt is never held up.
     Without a process group this warns once and measures this process alone.
+
+    ``publish`` (``Engine.add_report``, with a measuring context that does
+    not record) is called with the report once it is complete, the combined
+    view on rank 0 included, so that the history and open panels never see
+    it without.
     """
     mode = _check_mode(mode)
-    if not process_group_ready():
-        warnings.warn(f"stance_magic: gather ignored: {NO_GROUP}", RuntimeWarning, stacklevel=3)
-        with measuring as rep:
-            yield rep
-        return
     rep = None
     try:
-        with measuring as rep:
-            yield rep
-    except Exception:
+        if not process_group_ready():
+            warnings.warn(f"stance_magic: gather ignored: {NO_GROUP}", RuntimeWarning, stacklevel=3)
+            with measuring as rep:
+                yield rep
+            return
+        try:
+            with measuring as rep:
+                yield rep
+        except Exception:
+            if rep is not None:
+                gather(rep, mode)
+            raise
         if rep is not None:
             gather(rep, mode)
-        raise
-    if rep is not None:
-        gather(rep, mode)
+    finally:
+        if rep is not None and publish is not None:
+            publish(rep)
 
 
 def session_stances(stance: Any = None) -> list[str] | None:
