@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import html
 import importlib
-import time
 from typing import Any, Iterator
 
 from .engine import (
@@ -256,8 +255,6 @@ class StancePanel(_Base):
         self._report_stale = False
         self._chart_stale = False
         self._chart_pending = False
-        self._last_cell_end: float | None = None
-        self._cell_depth = 0
         if shell is None:
             from IPython import get_ipython
 
@@ -480,18 +477,24 @@ class StancePanel(_Base):
             self._say(str(value))
 
     # The engine learns when cells run from the extension's hooks; a panel
-    # made without %load_ext tells it too (both calls are idempotent), so that
-    # a change handled while a cell runs waits for it.
+    # made without %load_ext tells it too, so that a change handled while a
+    # cell runs waits for it.
+    # The engine's one cell tracker counts a cell once however many front
+    # ends follow it.
     def _on_pre_run_cell(self, info: Any = None) -> None:
-        self._cell_depth += 1  # a cell can run cells: only the outermost counts
-        if self._cell_depth == 1:
-            self._engine.cell_started()
+        self._engine.cells.enter(info)
 
     def _on_post_run_cell(self, result: Any = None) -> None:
-        self._cell_depth = max(self._cell_depth - 1, 0)
-        if not self._cell_depth:
-            self._engine.cell_ended()
-            self._last_cell_end = time.time()
+        self._engine.cells.leave(result)
+
+    @property
+    def _last_cell_end(self) -> float | None:
+        """When the last cell ended (the engine's cell tracker says)."""
+        return self._engine.cells.last_end
+
+    @_last_cell_end.setter
+    def _last_cell_end(self, value: float | None) -> None:
+        self._engine.cells.last_end = value
 
     @contextlib.contextmanager
     def _quiet(self) -> Iterator[None]:
