@@ -38,9 +38,8 @@ from .engine import (
     get_engine,
     reset_note,
 )
-from .stance import Stance, StanceError, make_stance, stance_text, supported_stances
-from .text import cell_label, fmt_s
-from .text import plural as _plural
+from .render import summary_line
+from .stance import Stance, StanceError, make_stance, supported_stances
 
 try:
     import ipywidgets as widgets
@@ -153,43 +152,6 @@ def used_compiled_code(rep: Any, previous: Any = None) -> bool:
     return bool(rep.cache_hits or getattr(rep, "compiled_calls", 0)) or changed_something(
         rep, previous
     )
-
-
-def summary_line(rep: Any, session: Stance | None = None) -> str:
-    """One line about a measured cell, for the live area's header.
-
-    Examples
-    --------
-    >>> from stance_magic.report import CellReport
-    >>> summary_line(CellReport(stance="default", index=3, wall_s=0.5, compile_s=0.4, compiles=1))
-    'cell 3 · default · 500.0 ms: 1 compile (400.0 ms), 0 cache hits'
-    """
-    stance = stance_text(rep.stance, rep.skip_guard_eval_unsafe, rep.backend)
-    if session is not None and stance != str(session):
-        stance += f" (its own; session: {session})"
-    parts = []
-    if rep.compiles or rep.backward_compiles:
-        n = rep.compiles + rep.backward_compiles
-        parts.append(f"{_plural(n, 'compile')} ({fmt_s(rep.compile_s)})")
-    else:
-        parts.append("nothing compiled")
-    if rep.recompiles:
-        parts.append(_plural(len(rep.recompiles), "recompile"))
-    breaks = sum(g.count for g in rep.graph_break_details) or len(rep.graph_breaks)
-    if breaks:
-        parts.append(_plural(breaks, "graph break"))
-    if rep.eager_fallbacks:
-        parts.append(_plural(rep.eager_fallbacks, "eager fallback"))
-    if rep.refused_recompiles:
-        parts.append(_plural(rep.refused_recompiles, "refused recompile"))
-    eager = sum(getattr(rep, "eager_calls", {}).values())
-    if eager:
-        parts.append(f"{_plural(eager, 'call')} run eagerly")
-    parts.append(_plural(rep.cache_hits, "cache hit"))
-    line = f"{cell_label(rep)} · {stance} · {fmt_s(rep.wall_s)}: {', '.join(parts)}"
-    if rep.error:
-        line += f" · failed: {rep.error}"
-    return line
 
 
 def _held_back_by_a_cell(last_cell_end: float | None) -> bool:
@@ -683,7 +645,9 @@ class StancePanel(_Base):
             return
         self._chart_stale = False
         try:
-            png = _history_png(self._engine)
+            from .plots import history_png
+
+            png = history_png(self._engine.history, cache_key=id(self._engine))
         except ImportError as err:
             self._chart.layout.display = "none"
             self._chart_note.value = (
@@ -704,27 +668,6 @@ class StancePanel(_Base):
             self._chart.value = png
         self._chart.layout.display = None
         self._chart_note.value = ""
-
-
-_CHART_CACHE: dict[str, Any] = {}
-
-
-def _history_png(engine: Engine) -> bytes | None:
-    """The history chart as PNG (None when no cell would be in it), drawn once
-    for the same cells however many panels ask."""
-    from .plots import history_capacity, history_cells
-
-    shown, total = history_cells(engine.history, history_capacity())
-    if not shown:
-        return None
-    key = (id(engine), total, tuple(id(r) for r in shown), len(engine.history))
-    if _CHART_CACHE.get("key") != key:
-        from .plots import figure_png, history_figure
-
-        _CHART_CACHE.clear()
-        png = figure_png(history_figure(engine.history, transparent=True))
-        _CHART_CACHE.update(key=key, png=png)
-    return _CHART_CACHE["png"]
 
 
 def panel(engine: Engine | None = None, shell: Any = None) -> StancePanel:
