@@ -31,10 +31,10 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Stance": "engine",
-    "StanceError": "engine",
-    "current_stance": "engine",
-    "supported_stances": "engine",
+    "Stance": "stance",
+    "StanceError": "stance",
+    "current_stance": "stance",
+    "supported_stances": "stance",
     "get_engine": "engine",
     "CellReport": "report",
     "RankReport": "ranks",

@@ -170,3 +170,25 @@ def test_torch_private_attributes_only_in_the_probe():
     assert _private_torch_reads(ast.parse("import torch\ntorch._dynamo.reset()"))
     assert _private_torch_reads(ast.parse("from torch._dynamo import config"))
     assert not _private_torch_reads(ast.parse("import torch.distributed as d"))
+
+
+#: Private names one module may take from another (the extension restores
+#: the stance from before its load through the engine's own apply).
+PRIVATE_ALLOWED = {("_extension", "engine", "_apply")}
+
+
+def test_no_private_helpers_imported_across_modules():
+    mods = _modules()
+    names = set(mods)
+    found = []
+    for module, tree in mods.items():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            targets = _resolve(module, node, names)
+            for alias in node.names:
+                if alias.name.startswith("_") and alias.name != "__future__":
+                    for target in targets:
+                        if (module, target, alias.name) not in PRIVATE_ALLOWED:
+                            found.append(f"{module} imports {target}.{alias.name}")
+    assert found == []
