@@ -221,17 +221,22 @@ def _h(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _parse_cached(line: str) -> Any:
+def _parse_cached(line: str, cell: bool) -> tuple[Any, str]:
     try:
         argv = shlex.split(line)
     except ValueError as err:
         raise UsageError(f"%stance: cannot parse {line!r}: {err}") from None
-    return StanceMagics.stance.parser.parse_args(argv)
+    args = StanceMagics.stance.parser.parse_args(argv)
+    form = form_of(args, cell)
+    validate_args(args, form)
+    return args, form
 
 
-def _parse(line: str) -> Any:
-    """Parse the magic's line (cached: the same line parses the same way)."""
-    return copy.copy(_parse_cached(line))
+def _parse(line: str, cell: bool) -> tuple[Any, str]:
+    """Parse and check the magic's line: its options and its form (cached: the
+    same line parses and checks the same way; a refused line raises)."""
+    args, form = _parse_cached(line, cell)
+    return copy.copy(args), form
 
 
 _INTRO = """\
@@ -531,11 +536,9 @@ class StanceMagics(Magics):
     @line_cell_magic
     def stance(self, line: str = "", cell: str | None = None) -> Any:
         __tracebackhide__ = True
-        args = _parse(line)
+        args, form = _parse(line, cell is not None)
         if self.quiet:
             args.quiet = True
-        form = form_of(args, cell is not None)
-        validate_args(args, form)
         try:
             if cell is None:
                 return self._line(args, form)
