@@ -200,6 +200,8 @@ class Engine:
         #: the front end's running cells, which the magics and panels share
         self.cells = CellTracker(self)
         self._listeners: list[Callable[[str, Any], None]] = []
+        #: open applied() blocks (a %%stance cell's stance, measure()); the
+        #: front end's running cells are counted by self.cells
         self._cell_depth = 0
         self._cell_thread: int | None = None
         self._pending_session: Stance | None = None
