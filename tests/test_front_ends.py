@@ -14,7 +14,8 @@ from traitlets.config import Config
 import stance_magic
 from stance_magic import render
 from stance_magic.engine import get_engine
-from stance_magic.magics import ACCEPTS, FORMS, RULES, StanceMagics
+from stance_magic.magics import StanceMagics
+from stance_magic.options import ACCEPTS, FORMS, RULES
 
 from conftest import html_outputs, last, run, text_outputs
 
