@@ -32,10 +32,10 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Stance": "engine",
-    "StanceError": "engine",
-    "current_stance": "engine",
-    "supported_stances": "engine",
+    "Stance": "stance",
+    "StanceError": "stance",
+    "current_stance": "stance",
+    "supported_stances": "stance",
     "get_engine": "engine",
     "CellReport": "report",
     "RankReport": "ranks",
@@ -96,11 +96,15 @@ def measure(
 
     engine = get_engine()
     st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
-    measuring = engine.measure(st, label=label, memory=memory, profile_guards=profile_guards)
+    # Gathered, the report is added to the history once rank 0 has the
+    # combined view (published once, complete).
+    measuring = engine.measure(
+        st, label=label, memory=memory, profile_guards=profile_guards, record=not gather
+    )
     if gather:
         from .ranks import gathered
 
-        return gathered(measuring, gather)
+        return gathered(measuring, gather, publish=engine.add_report)
     return measuring
 
 

@@ -63,10 +63,11 @@ def unload(ipython: Any) -> None:
             "session": get_engine().session,
             "watch": get_engine().watch,
         }
-    get_engine().unobserve(magics._on_engine)
+    magics.detach()
     # The %unload_ext cell itself may be watched: close that window now, as
     # its post_run_cell hook is about to be removed.
     magics.close_watch()
+    get_engine().cells.reset()
     get_engine().cell_ended()
     for event, fn in (
         ("pre_run_cell", magics.pre_run_cell),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .causes import OWN_GRAPH, decisive, guarded_name
-from .render import fmt_bytes, fmt_s
+from .text import fmt_bytes, fmt_s
+from .text import plural as _n
 
 MAX_HINTS = 3
 #: Guard evaluation above this share of the steady-state time earns a hint.
@@ -58,10 +59,6 @@ def _limit_hint(lim: Any) -> str:
         return f"{head}: each {kind} needs a graph of its own ({text}); {raise_it}"
     detail = f" ({text})" if text else ""
     return f"{head}{detail}: {raise_it}"
-
-
-def _n(k: int, word: str) -> str:
-    return f"{k} {word}{'' if k == 1 else 's'}"
 
 
 def _all_lookups(k: int) -> str:

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from . import probe
-from .engine import Engine, Stance
-from .render import fmt_bytes, fmt_s, html_table, shorten, text_table
+from .engine import Engine
+from .render import html_table, text_table
 from .report import CellReport, error_line
+from .stance import Stance
+from .text import fmt_bytes, fmt_s, shorten
 
 #: Spread above which a steady-state figure is flagged as not to be trusted:
 #: interquartile range over median (torch.utils.benchmark flags 10 %; the
@@ -195,60 +197,71 @@ def compare(
     value = None
     first_peak = steady_peak = None
     recorder = engine.recorder
-    with engine.measure(stance, source=source, profile_guards=profile_guards) as rep:
-        rep.execution_count = execution_count
-        for i in range(repeat):
-            before = recorder.compiles_so_far
-            if memory and i == 0:
-                meter = probe.CellProfiler(memory=True)
-                try:
+    # The report is published (history, panels) once, with its compare
+    # figures: measured unrecorded, added when complete.
+    rep = None
+    try:
+        with engine.measure(
+            stance, source=source, profile_guards=profile_guards, record=False
+        ) as rep:
+            rep.execution_count = execution_count
+            for i in range(repeat):
+                before = recorder.compiles_so_far
+                if memory and i == 0:
+                    meter = probe.CellProfiler(memory=True)
+                    try:
+                        t, value = _timed(run)
+                    finally:
+                        first_peak = _first_peak(meter)
+                else:
                     t, value = _timed(run)
-                finally:
-                    first_peak = _first_peak(meter)
-            else:
-                t, value = _timed(run)
-            compiled_runs.append(t)
-            compiled_in.append(recorder.compiles_so_far != before)
-    if memory:
-        with engine.applied(stance):
-            steady_peak = _peak_of(run)
-        rep.eager_peak_bytes = eager_peak
-        rep.compiled_first_peak_bytes = first_peak
-        rep.compiled_steady_peak_bytes = steady_peak
-        rep.notes.append(
-            "memory peaks (-m): eager and steady compiled from one extra run each; the "
-            "first compiled run was timed with memory measuring on"
-        )
-    # Warm-up: every run up to the last one that compiled (eager_then_compile
-    # compiles on its second run, a recompile can come later still).
-    warmup = max((i + 1 for i, c in enumerate(compiled_in) if c), default=1)
-    se = Steady.of(eager_runs, "eager")
-    sc = Steady.of(compiled_runs, "compiled", warmup=warmup)
-    warnings = [w for w in (se.warning, sc.warning) if w]
-    if repeat == 1:
-        # No steady state: take the compiled run without its compile time.
-        sc.median = max(compiled_runs[0] - rep.compile_s, 0.0)
-        warnings = [
-            "one run each: steady state estimated as the compiled run minus its compile "
-            "time (use --repeat 5 or more)"
-        ]
-    elif warmup >= repeat:
-        warnings.append(
-            f"the last of the {repeat} compiled runs still compiled: no steady state "
-            "yet (use a larger --repeat)"
-        )
-    if not any(compiled_in) and stance.name == "eager_then_compile" and repeat < 3:
-        warnings.append(
-            "eager_then_compile runs the first call eagerly and compiles on the second: "
-            "use --repeat 3 or more to see the compiled code"
-        )
-    rep.runs = {"eager": eager_runs, "compiled": compiled_runs}
-    rep.eager_s = se.median
-    rep.compiled_s = sc.median
-    rep.speedup = se.median / sc.median if sc.median > 0 else None
-    w = min(warmup, len(compiled_runs))
-    rep.break_even_calls = break_even(sum(compiled_runs[:w]), sc.median, se.median, w)
-    rep.notes.extend(warnings)
+                compiled_runs.append(t)
+                compiled_in.append(recorder.compiles_so_far != before)
+        if memory:
+            with engine.applied(stance):
+                steady_peak = _peak_of(run)
+            rep.eager_peak_bytes = eager_peak
+            rep.compiled_first_peak_bytes = first_peak
+            rep.compiled_steady_peak_bytes = steady_peak
+            rep.notes.append(
+                "memory peaks (-m): eager and steady compiled from one extra run each; the "
+                "first compiled run was timed with memory measuring on"
+            )
+        # Warm-up: every run up to the last one that compiled (eager_then_compile
+        # compiles on its second run, a recompile can come later still).
+        warmup = max((i + 1 for i, c in enumerate(compiled_in) if c), default=1)
+        se = Steady.of(eager_runs, "eager")
+        sc = Steady.of(compiled_runs, "compiled", warmup=warmup)
+        warnings = [w for w in (se.warning, sc.warning) if w]
+        if repeat == 1:
+            # No steady state: take the compiled run without its compile time.
+            sc.median = max(compiled_runs[0] - rep.compile_s, 0.0)
+            warnings = [
+                "one run each: steady state estimated as the compiled run minus its compile "
+                "time (use --repeat 5 or more)"
+            ]
+        elif warmup >= repeat:
+            warnings.append(
+                f"the last of the {repeat} compiled runs still compiled: no steady state "
+                "yet (use a larger --repeat)"
+            )
+        if not any(compiled_in) and stance.name == "eager_then_compile" and repeat < 3:
+            warnings.append(
+                "eager_then_compile runs the first call eagerly and compiles on the second: "
+                "use --repeat 3 or more to see the compiled code"
+            )
+        rep.runs = {"eager": eager_runs, "compiled": compiled_runs}
+        rep.eager_s = se.median
+        rep.compiled_s = sc.median
+        rep.speedup = se.median / sc.median if sc.median > 0 else None
+        w = min(warmup, len(compiled_runs))
+        rep.break_even_calls = break_even(sum(compiled_runs[:w]), sc.median, se.median, w)
+        rep.notes.extend(warnings)
+    except BaseException:
+        if rep is not None:  # a comparison that raised is in the history, as measured
+            engine.add_report(rep)
+        raise
+    engine.add_report(rep)
     return CompareResult(rep, eager_runs, compiled_runs, se, sc, value, warnings)
 
 
@@ -368,18 +381,28 @@ def _sweep_runs(
     for st in stances:
         engine.reset_compiled_code()
         rep = None
+        # Each stance's report is published (history, panels) once, complete:
+        # measured unrecorded, added after its error and memory are in.
         try:
-            with engine.measure(
-                st, source=source, label=f"sweep: {st}", profile_guards=profile_guards
-            ) as rep:
-                rep.execution_count = execution_count
-                run()
-        except Exception as exc:
-            if rep is not None and rep.error is None:
-                rep.error = error_line(exc)
-        if memory and rep is not None:
-            rep.memory = _first_run_memory(engine, run, st)
-            rep.notes.append("memory (-m): from a second run of this stance, from cold")
+            try:
+                with engine.measure(
+                    st,
+                    source=source,
+                    label=f"sweep: {st}",
+                    profile_guards=profile_guards,
+                    record=False,
+                ) as rep:
+                    rep.execution_count = execution_count
+                    run()
+            except Exception as exc:
+                if rep is not None and rep.error is None:
+                    rep.error = error_line(exc)
+            if memory and rep is not None:
+                rep.memory = _first_run_memory(engine, run, st)
+                rep.notes.append("memory (-m): from a second run of this stance, from cold")
+        finally:
+            if rep is not None:
+                engine.add_report(rep)
         reports.append(rep)
     return reports
 

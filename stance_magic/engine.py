@@ -1,4 +1,4 @@
-"""The stance engine: stance state, validation, applying and measuring.
+"""The stance engine: stance state, applying and measuring.
 
 No IPython here. The magics and the widget panel are thin views of the one
 :class:`Engine` returned by :func:`get_engine`; neither keeps a copy of the
@@ -9,17 +9,28 @@ state. Stances are applied through torch's own ``torch.compiler.set_stance``
 from __future__ import annotations
 
 import contextlib
-import difflib
 import threading
 import time
-import types
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator
 
 from . import probe
 from .probe import CompiledRegionError, TorchSupportError
 
+# The stance value type and its validation live in .stance; they are handed
+# on here, where the front ends have always imported them.
+from .stance import (
+    Stance,
+    StanceError,
+    current_stance,
+    make_stance,
+    resolve_backend,
+    stance_text,
+    supported_stances,
+)
+
 __all__ = [
+    "Cell",
+    "CellTracker",
     "CompiledRegionError",
     "Engine",
     "Stance",
@@ -27,82 +38,12 @@ __all__ = [
     "TorchSupportError",
     "current_stance",
     "get_engine",
+    "make_stance",
     "reset_note",
+    "resolve_backend",
     "stance_text",
     "supported_stances",
 ]
-
-
-class StanceError(ValueError):
-    """A stance, flag or backend the user asked for is not valid.
-
-    The message is one line, fit to show as it is; the magics turn it into
-    an IPython ``UsageError``.
-    """
-
-
-@dataclass(frozen=True)
-class Stance:
-    """A compiler stance: what ``torch.compiler.set_stance`` was given.
-
-    Examples
-    --------
-    >>> Stance("eager_then_compile")
-    Stance(name='eager_then_compile', skip_guard_eval_unsafe=False, backend=None)
-    >>> print(Stance("default", backend="eager"))
-    default (backend=eager)
-    """
-
-    name: str = "default"
-    skip_guard_eval_unsafe: bool = False
-    backend: str | Callable[..., Any] | None = None
-
-    @property
-    def backend_name(self) -> str | None:
-        """The backend as text: its name, or the callable's ``__name__``."""
-        b = self.backend
-        if b is None or isinstance(b, str):
-            return b
-        return getattr(b, "__name__", None) or type(b).__name__
-
-    def __str__(self) -> str:
-        extras = []
-        if self.backend is not None:
-            extras.append(f"backend={self.backend_name}")
-        if self.skip_guard_eval_unsafe:
-            extras.append("skip_guard_eval_unsafe")
-        return self.name + (f" ({', '.join(extras)})" if extras else "")
-
-    def __repr__(self) -> str:
-        backend = self.backend if not callable(self.backend) else self.backend_name
-        return (
-            f"Stance(name={self.name!r}, skip_guard_eval_unsafe="
-            f"{self.skip_guard_eval_unsafe}, backend={backend!r})"
-        )
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(repr(self))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "stance": self.name,
-            "skip_guard_eval_unsafe": self.skip_guard_eval_unsafe,
-            "backend": self.backend_name,
-        }
-
-
-def stance_text(
-    name: str, skip_guard_eval_unsafe: bool = False, backend: str | Callable[..., Any] | None = None
-) -> str:
-    """A stance in the one notation every view uses (``%stance``, the panel,
-    the history chart): what :class:`Stance` prints.
-
-    Examples
-    --------
-    >>> stance_text("default", True, "eager")
-    'default (backend=eager, skip_guard_eval_unsafe)'
-    """
-    return str(Stance(name, skip_guard_eval_unsafe, backend))
 
 
 def reset_note(session: Stance) -> str:
@@ -135,119 +76,6 @@ def reset_note(session: Stance) -> str:
     )
 
 
-def supported_stances() -> tuple[str, ...]:
-    """Stance names the installed torch accepts.
-
-    Examples
-    --------
-    >>> "force_eager" in supported_stances()
-    True
-    """
-    return probe.supported_stances()
-
-
-def _did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def resolve_backend(
-    backend: str | Callable[..., Any] | None, namespace: Mapping[str, Any] | None = None
-) -> str | Callable[..., Any] | None:
-    """A backend name registered with torch, or a callable, checked.
-
-    A name that torch does not register is looked up in ``namespace`` (the
-    notebook's), so ``-b mybackend`` finds a function defined in a cell.
-    """
-    if backend is None or callable(backend):
-        return backend
-    if not isinstance(backend, str):
-        raise StanceError(f"backend must be a name or a callable, not {type(backend).__name__}")
-    names = probe.list_backends()
-    if backend in names:
-        problem = probe.backend_problem(backend)
-        if problem:
-            usable = ", ".join(probe.usable_backends())
-            raise StanceError(
-                f"backend {backend!r} cannot run here: {problem}; usable here: {usable}"
-            )
-        return backend
-    # Test-only and minifier backends are valid but not worth offering.
-    offered = [n for n in names if not probe.is_test_backend(n)]
-    if namespace is not None and backend in namespace:
-        obj = namespace[backend]
-        if callable(obj):
-            return obj
-        raise StanceError(f"{backend!r} in the namespace is a {type(obj).__name__}, not a callable")
-    user = sorted(
-        k
-        for k, v in (namespace or {}).items()
-        if isinstance(v, types.FunctionType) and not k.startswith("_")
-    )
-    msg = (
-        f"unknown backend {backend!r}{_did_you_mean(backend, offered)}"
-        f"; torch has: {', '.join(offered)}"
-    )
-    if namespace is not None:
-        msg += "; or name a callable from your namespace" + (
-            f" ({', '.join(user[:8])}{', ...' if len(user) > 8 else ''})" if user else ""
-        )
-    return _raise(msg)
-
-
-def _raise(msg: str) -> Any:
-    raise StanceError(msg)
-
-
-def make_stance(
-    name: str | None = None,
-    skip_guard_eval_unsafe: bool = False,
-    backend: str | Callable[..., Any] | None = None,
-    namespace: Mapping[str, Any] | None = None,
-    base: Stance | None = None,
-) -> Stance:
-    """Validate a stance request and return it as a :class:`Stance`.
-
-    ``name=None`` means ``base`` (the session stance) with the given flags.
-    Raises :class:`StanceError` for an unknown stance (with a did-you-mean
-    and, for a stance of a newer torch, the torch it needs), a backend with
-    a non-default stance, or an unknown backend.
-    """
-    if name is None:
-        base = base or Stance()
-        name = base.name
-        skip_guard_eval_unsafe = skip_guard_eval_unsafe or base.skip_guard_eval_unsafe
-        if backend is None:
-            backend = base.backend
-    supported = supported_stances()
-    if name not in supported:
-        hint = probe.missing_stance_hint(name)
-        if hint:
-            raise StanceError(hint)
-        raise StanceError(
-            f"unknown stance {name!r}{_did_you_mean(name, supported)}"
-            f"; this torch has: {', '.join(supported)}"
-        )
-    if backend is not None and name != "default":
-        raise StanceError(
-            f"a backend can only be forced with the 'default' stance, not {name!r} "
-            "(torch: non-default stance cannot have force_backend set)"
-        )
-    return Stance(name, bool(skip_guard_eval_unsafe), resolve_backend(backend, namespace))
-
-
-def current_stance() -> Stance:
-    """The stance torch.compile is under right now.
-
-    Examples
-    --------
-    >>> import stance_magic
-    >>> stance_magic.current_stance()
-    Stance(name='default', skip_guard_eval_unsafe=False, backend=None)
-    """
-    return Stance(*probe.torch_stance())
-
-
 def _apply(stance: Stance) -> None:
     probe.set_stance(stance.name, stance.skip_guard_eval_unsafe, stance.backend)
 
@@ -257,6 +85,96 @@ SKIP_GUARD_WARNING = (
     "further recompiles are needed: only the guards that tell cache entries "
     "apart run. If that assumption is wrong, results are silently wrong."
 )
+
+
+class Cell:
+    """One running front-end cell: IPython's ``ExecutionInfo`` for it, how
+    deep it runs (1: the outermost; a cell can run cells), and the watch
+    measurement the magics opened for it."""
+
+    __slots__ = ("depth", "info", "measurement")
+
+    def __init__(self, info: Any, depth: int) -> None:
+        self.info = info
+        self.depth = depth
+        self.measurement: Measurement | None = None
+
+    @property
+    def outermost(self) -> bool:
+        return self.depth == 1
+
+
+class CellTracker:
+    """The front end's running cells, counted once for every front end.
+
+    The magics and every open panel follow a shell's cells; each calls
+    :meth:`enter` from its ``pre_run_cell`` hook and :meth:`leave` from its
+    ``post_run_cell`` hook. A cell is known by the ``info`` IPython hands all
+    hooks of one cell, so two front ends entering or leaving the same cell
+    count it once, in whichever order their hooks run. The outermost cell
+    starts and ends the engine's cell (:meth:`Engine.cell_started`,
+    :meth:`Engine.cell_ended`); :attr:`last_end` is when it last ended.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._stack: list[Cell] = []
+        self._left: Cell | None = None
+        #: ``time.time()`` when the last outermost cell ended
+        self.last_end: float | None = None
+
+    @property
+    def depth(self) -> int:
+        """How many cells are running (0: none; 2: a cell inside a cell)."""
+        return len(self._stack)
+
+    @property
+    def running(self) -> tuple[Cell, ...]:
+        """The running cells, outermost first."""
+        return tuple(self._stack)
+
+    def enter(self, info: Any = None) -> Cell:
+        """A cell starts (``pre_run_cell``); the same ``info`` again is the
+        same cell, entered by another front end."""
+        top = self._stack[-1] if self._stack else None
+        if top is not None and info is not None and top.info is info:
+            return top
+        cell = Cell(info, len(self._stack) + 1)
+        self._stack.append(cell)
+        if cell.outermost:
+            self._engine.cell_started()
+        return cell
+
+    def cell_of(self, result: Any = None) -> Cell | None:
+        """The cell that ``result`` (``post_run_cell``'s) ends, also when
+        another front end has left it already; None for a cell entered
+        before any front end followed it (the ``%load_ext`` cell)."""
+        info = getattr(result, "info", None)
+        top = self._stack[-1] if self._stack else None
+        if top is not None and (info is None or top.info is None or top.info is info):
+            return top
+        left = self._left
+        if left is not None and info is not None and left.info is info:
+            return left
+        return None
+
+    def leave(self, result: Any = None) -> Cell | None:
+        """A cell ends (``post_run_cell``): the cell it was (see
+        :meth:`cell_of`); leaving the outermost ends the engine's cell."""
+        cell = self.cell_of(result)
+        if cell is None or cell is self._left:
+            return cell
+        self._stack.pop()
+        self._left = cell
+        if not self._stack:
+            self._engine.cell_ended()
+            self.last_end = time.time()
+        return cell
+
+    def reset(self) -> None:
+        """Forget the running cells (the extension was unloaded inside one)."""
+        self._stack.clear()
+        self._left = None
 
 
 class Engine:
@@ -279,7 +197,11 @@ class Engine:
     def __init__(self) -> None:
         self.history: list[Any] = []
         self.watch = False
+        #: the front end's running cells, which the magics and panels share
+        self.cells = CellTracker(self)
         self._listeners: list[Callable[[str, Any], None]] = []
+        #: open applied() blocks (a %%stance cell's stance, measure()); the
+        #: front end's running cells are counted by self.cells
         self._cell_depth = 0
         self._cell_thread: int | None = None
         self._pending_session: Stance | None = None
@@ -619,6 +541,7 @@ class Engine:
         self._listeners.clear()
         self.watch = False
         self._cell_thread = None
+        self.cells.reset()
 
 
 class Measurement:

@@ -1,19 +1,27 @@
-"""The ``%stance`` line magic and ``%%stance`` cell magic: a thin view of the engine."""
+"""The ``%stance`` line magic and ``%%stance`` cell magic: a thin view of the engine.
+
+The options are declared once, with their help, in :mod:`stance_magic.options`
+(``%stance?`` is generated from the parser), with the one table of which
+options each form of the magic accepts, checked before anything runs. A
+cell's code runs as IPython runs it (:mod:`stance_magic.execution`) and
+results are shown by :mod:`stance_magic.display`. :class:`StanceMagics` is a traitlets
+``Configurable``: ``%config StanceMagics.default_repeat = 10``, or
+``c.StanceMagics.default_repeat = 10`` in ``ipython_config.py``.
+"""
 
 from __future__ import annotations
 
-import ast
 import copy
 import functools
-import inspect
 import shlex
 import sys
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
-from IPython.core.magic_arguments import MagicArgumentParser
+from traitlets import Bool, Int, TraitError, observe, validate
 
+from .display import can_show_images, display_text, notice, show
 from .engine import (
     CompiledRegionError,
     Engine,
@@ -25,71 +33,133 @@ from .engine import (
     reset_note,
     supported_stances,
 )
-
-COMMANDS = ("watch", "history", "breaks", "reset", "panel")
-
-
-def _parser() -> MagicArgumentParser:
-    p = MagicArgumentParser(prog="%stance", add_help=False)
-    p.add_argument("words", nargs="*")
-    p.add_argument("-u", "--skip-guard-eval-unsafe", action="store_true")
-    p.add_argument("-b", "--backend", default=None)
-    p.add_argument("-q", "--quiet", action="store_true")
-    p.add_argument("-g", "--profile-guards", action="store_true")
-    p.add_argument("-m", "--memory", action="store_true")
-    p.add_argument("--compare", action="store_true")
-    p.add_argument("--repeat", type=int, default=None)
-    p.add_argument("--sweep", nargs="?", const="", default=None)
-    p.add_argument("--no-plot", action="store_true")
-    p.add_argument("--plot", action="store_true")
-    p.add_argument("--csv", default=None)
-    p.add_argument("--json", default=None)
-    p.add_argument("--ranks", action="store_true")
-    p.add_argument("--full", action="store_true")
-    return p
-
-
-_PARSER = _parser()
-
-
-def _parse(line: str) -> Any:
-    """Parse the magic's line (cached: the same line parses the same way)."""
-    return copy.copy(_parse_cached(line))
+from .execution import cell_number, compile_cell
+from .options import (
+    ACCEPTS,
+    COMMANDS,
+    FORMS,
+    RULES,
+    declare,
+    finish_help,
+    form_of,
+    max_repeat,
+    validate_args,
+)
 
 
 @functools.lru_cache(maxsize=256)
-def _parse_cached(line: str) -> Any:
+def _parse_cached(line: str, cell: bool) -> tuple[Any, str]:
     try:
         argv = shlex.split(line)
     except ValueError as err:
         raise UsageError(f"%stance: cannot parse {line!r}: {err}") from None
-    return _PARSER.parse_args(argv)
+    args = StanceMagics.stance.parser.parse_args(argv)
+    form = form_of(args, cell)
+    validate_args(args, form, StanceMagics.stance.parser)
+    return args, form
 
 
-def _display(text: str, html: str | None = None) -> None:
-    from IPython.display import display
-
-    data = {"text/plain": text}
-    if html is not None:
-        data["text/html"] = html
-    display(data, raw=True)
+def _parse(line: str, cell: bool) -> tuple[Any, str]:
+    """Parse and check the magic's line: its options and its form (cached: the
+    same line parses and checks the same way; a refused line raises)."""
+    args, form = _parse_cached(line, cell)
+    return copy.copy(args), form
 
 
 @magics_class
 class StanceMagics(Magics):
-    """Magics that run cells under a ``torch.compiler.set_stance`` stance."""
+    """Magics that run cells under a ``torch.compiler.set_stance`` stance.
 
-    def __init__(self, shell: Any, engine: Engine | None = None) -> None:
-        super().__init__(shell)
+    A traitlets ``Configurable``: its settings below can be changed with
+    ``%config StanceMagics.NAME = VALUE`` in a cell, or given before
+    ``%load_ext`` as ``c.StanceMagics.NAME = VALUE`` (an IPython profile's
+    ``ipython_config.py``, or the config of ``InteractiveShell.instance``).
+    """
+
+    default_repeat = Int(
+        5,
+        config=True,
+        help="Runs per side of a %%stance --compare cell without --repeat: the first "
+        "run, and the rest for the steady state (1 to 10,000).",
+    )
+    plot = Bool(
+        True,
+        config=True,
+        help="Draw a chart under a report where the front end shows images "
+        "(--no-plot leaves it out for one cell).",
+    )
+    hints = Bool(True, config=True, help="Show the hints drawn from a report's numbers.")
+    quiet = Bool(
+        False,
+        config=True,
+        help="As if every %stance and %%stance line had -q: no report, no notice, no message.",
+    )
+    max_details = Int(
+        8,
+        config=True,
+        help="Detail lines shown under a row of a report (recompiles, graph breaks, ...) "
+        "before the rest are folded; every view of a report in the session follows it.",
+    )
+    watch = Bool(
+        False,
+        config=True,
+        help="Report every cell that compiles, as %stance watch on does (the two follow "
+        "each other).",
+    )
+
+    def __init__(self, shell: Any = None, engine: Engine | None = None, **kwargs: Any) -> None:
         self.engine = engine or get_engine()
+        super().__init__(shell, **kwargs)
         self._pending: list[tuple[Any, bool]] = []
-        #: one entry per running cell (a cell can run cells: run_cell inside
-        #: a cell): its watch measurement, or None
-        self._watch_stack: list[Any] = []
         self.engine.observe(self._on_engine)
+        self._apply_max_details(self.max_details)
+        if self.watch:
+            self.engine.set_watch(True)
+
+    # -- settings -------------------------------------------------------------
+    @validate("default_repeat")
+    def _check_repeat(self, proposal: Any) -> int:
+        n = proposal["value"]
+        if not 1 <= n <= max_repeat():
+            raise TraitError(f"default_repeat must be 1 to {max_repeat():,}, not {n}")
+        return n
+
+    @validate("max_details")
+    def _check_max_details(self, proposal: Any) -> int:
+        if proposal["value"] < 0:
+            raise TraitError(f"max_details must be 0 or more, not {proposal['value']}")
+        return proposal["value"]
+
+    @observe("max_details")
+    def _max_details_changed(self, change: Any) -> None:
+        self._apply_max_details(change["new"])
+
+    @staticmethod
+    def _apply_max_details(n: int) -> None:
+        from . import render
+
+        render.MAX_DETAILS = n
+
+    @observe("watch")
+    def _watch_changed(self, change: Any) -> None:
+        engine = getattr(self, "engine", None)
+        if engine is not None and change["new"] != engine.watch:
+            engine.set_watch(change["new"])
+
+    def detach(self) -> None:
+        """Undo what this instance set outside itself (unload)."""
+        self.engine.unobserve(self._on_engine)
+        from . import render
+
+        render.MAX_DETAILS = self.traits()["max_details"].default_value
+        configurables = getattr(self.shell, "configurables", None)
+        if configurables is not None and self in configurables:
+            configurables.remove(self)
 
     def _on_engine(self, event: str, value: Any) -> None:
-        if event == "undone":
+        if event == "watch":
+            self.watch = bool(value)
+        elif event == "undone":
             inside, back = value
             print(
                 f"stance_magic: this cell set the stance to {inside} itself; a %%stance "
@@ -107,120 +177,17 @@ class StanceMagics(Magics):
             )
 
     # -- the magic ----------------------------------------------------------
+    @declare
     @no_var_expand
     @line_cell_magic
     def stance(self, line: str = "", cell: str | None = None) -> Any:
-        """Run a cell, or the session, under a torch.compile stance.
-
-        Cell magic::
-
-            %%stance [STANCE] [-u] [-b NAME] [-q] [-g] [-m] [--compare [--repeat N]]
-                     [--sweep [S1,S2,...]] [--no-plot] [--ranks [--full]]
-
-        runs the cell under STANCE (left out: the session stance); the stance
-        before the cell is back afterwards, whether the cell succeeded,
-        raised or was interrupted. After the cell a report shows what
-        torch.compile did: wall and compile time (by phase), compiles (frames
-        traced, graphs compiled, failures), recompiles with torch's reason,
-        where, and the guard's source line, graph breaks with their file,
-        line and source, cache hits/misses, the cost of the cache lookups
-        (timed where they happen), eager fallbacks, refused recompiles with
-        the guard that failed, and calls run eagerly; with -m, the memory
-        torch allocated.
-
-        Line magic::
-
-            %stance                     show the session stance
-            %stance STANCE [-u] [-b NAME]
-                                        set the session stance for the cells that follow
-            %stance [STANCE] --ranks    in a torch.distributed process group, on every
-                                        rank (%px): set STANCE, then rank 0 says in one
-                                        line whether all ranks have the same session stance
-            %stance watch on|off        report every cell that compiled anything, and
-                                        keep every cell that called torch.compile'd
-                                        code (whatever the stance) in the history
-            %stance history [--csv PATH] [--json PATH] [--plot]
-                                        one row per measured cell, the session so far;
-                                        an export prints one line (the table is not
-                                        shown again); the chart needs a front end
-                                        that shows images (Jupyter)
-            %stance breaks              the session's graph breaks as a to-do list:
-                                        by torch's graph-break type and your line,
-                                        most costly first, with hints and docs
-            %stance reset               forget all compiled code (torch.compiler.reset())
-            %stance panel               a widget panel to toggle the stance
-
-        Options
-        -------
-        STANCE
-            One of the stances the installed torch supports: default,
-            force_eager, eager_on_recompile, fail_on_recompile,
-            eager_then_compile, aot_eager_then_compile (as torch has them).
-        -u, --skip-guard-eval-unsafe
-            Run only the guards that tell cache entries apart: faster, and
-            silently wrong if a recompile was needed.
-        -b NAME, --backend NAME
-            Force a backend (only with the default stance): a name from
-            ``torch._dynamo.list_backends()`` or a callable in your namespace.
-        -q, --quiet
-            No report, no notice (--compare, --sweep), no message (a session
-            stance set, an export written).
-        --compare
-            Run the cell under force_eager and under STANCE (side effects
-            repeat) and show the speedup and break-even run count.
-        --repeat N
-            With --compare: run each N times (default 5: the first run, and
-            four for the steady state; at most 10,000).
-        --sweep [S1,S2,...]
-            Run the cell once per stance (all supported ones if no list),
-            each from cold compiled caches.
-        -g, --profile-guards
-            Measure every cache lookup with torch's profiler ('TorchDynamo
-            Cache Lookup' events) instead of timing the lookups of the called
-            functions in situ: it also times the lookups after graph breaks
-            (resume functions), and slows the rest of the cell while it runs.
-        -m, --memory
-            Measure the bytes torch allocates: the peak above what was live
-            when the cell started, and what it left at the end (CPU: torch's
-            profiler memory events; CUDA: the caching allocator's
-            statistics). With --compare: eager, first compiled and steady
-            compiled peaks; with --sweep: each stance's first-run peak, from
-            extra runs so the times stay clean.
-        --no-plot
-            Text and table only, no chart.
-        --ranks
-            Inside an initialized torch.distributed process group, run on every
-            rank (``%%px`` on ipyparallel engines, or under torchrun): each rank
-            sends rank 0 a fixed-size summary of its report
-            (``dist.gather_object``), and rank 0 shows one row per rank and
-            where the ranks diverged (compile or recompile counts, graph breaks,
-            stances, a fail_on_recompile refusal with its guard) and the slowest
-            compile; the other ranks show one line. Without a process group it
-            is a UsageError.
-        --full
-            With --ranks: gather every rank's whole report, shown under the
-            combined view.
-
-        Examples
-        --------
-        ::
-
-            In [1]: %load_ext stance_magic
-
-            In [2]: %%stance eager_then_compile
-               ...: y = model(x)
-
-            In [3]: %stance force_eager
-            session stance: force_eager (was: default)
-
-            In [4]: %stance
-            session stance: force_eager (skip_guard_eval_unsafe=False, backend=None)
-        """
         __tracebackhide__ = True
-        args = _parse(line)
+        args, form = _parse(line, cell is not None)
+        if self.quiet:
+            args.quiet = True
         try:
             if cell is None:
-                return self._line(args)
+                return self._line(args, form)
             return self._cell(args, cell)
         except (StanceError, TorchSupportError, CompiledRegionError) as err:
             raise UsageError(str(err)) from None
@@ -234,18 +201,12 @@ class StanceMagics(Magics):
         return {k: v for k, v in self.shell.user_ns.items() if k not in hidden}
 
     # -- line forms -----------------------------------------------------------
-    def _line(self, args: Any) -> Any:
+    def _line(self, args: Any, form: str) -> Any:
         words = args.words
-        if args.compare or args.sweep is not None or args.repeat is not None:
-            raise UsageError("--compare, --repeat and --sweep apply to a %%stance cell")
-        if args.full:
-            raise UsageError("--full goes with a %%stance --ranks cell")
-        if args.ranks:
+        if form == "ranks":
             return self._line_ranks(args)
-        if words and words[0] in COMMANDS:
-            return getattr(self, f"_cmd_{words[0]}")(args, words[1:])
-        if args.csv or args.json or args.plot:
-            raise UsageError("--csv, --json and --plot go with %stance history")
+        if form in COMMANDS:
+            return getattr(self, f"_cmd_{form}")(args, words[1:])
         if not words:
             if args.skip_guard_eval_unsafe or args.backend:
                 stance = make_stance(
@@ -262,8 +223,6 @@ class StanceMagics(Magics):
                 f"{s.skip_guard_eval_unsafe}, backend={s.backend_name})"
             )
             return None
-        if len(words) > 1:
-            raise UsageError(f"%stance: unexpected word {words[1]!r} after the stance")
         stance = make_stance(
             words[0], args.skip_guard_eval_unsafe, args.backend, self._namespace(args)
         )
@@ -275,12 +234,6 @@ class StanceMagics(Magics):
         from . import ranks
 
         words = args.words
-        if words and words[0] in COMMANDS:
-            raise UsageError(f"--ranks does not go with %stance {words[0]}")
-        if len(words) > 1:
-            raise UsageError(f"%stance: unexpected word {words[1]!r} after the stance")
-        if args.csv or args.json or args.plot:
-            raise UsageError("--csv, --json and --plot go with %stance history")
         if not ranks.process_group_ready():
             raise UsageError(f"%stance --ranks: {ranks.NO_GROUP}")
         previous = None
@@ -312,12 +265,9 @@ class StanceMagics(Magics):
             print(f"stance_magic: {msg}", file=sys.stderr)
 
     def _cmd_watch(self, args: Any, rest: list[str]) -> None:
-        if len(rest) != 1 or rest[0] not in ("on", "off"):
-            state = "on" if self.engine.watch else "off"
-            if not rest:
-                print(f"watch is {state}")
-                return
-            raise UsageError("usage: %stance watch on|off")
+        if not rest:
+            print(f"watch is {'on' if self.engine.watch else 'off'}")
+            return
         self.engine.set_watch(rest[0] == "on")
         if not args.quiet:
             what = (
@@ -332,8 +282,6 @@ class StanceMagics(Magics):
         from . import export
         from .render import History
 
-        if rest:
-            raise UsageError(f"%stance history: unexpected word {rest[0]!r}")
         hist = History(self.engine.history)
         try:
             written = export.write_exports(hist, args.csv, args.json)
@@ -344,10 +292,10 @@ class StanceMagics(Magics):
             for path in written:
                 print(f"wrote {rows} to {path}")
         if args.plot and not args.no_plot:
-            if _can_show_images():
+            if can_show_images():
                 from .plots import history_figure, show_figure
 
-                _display(str(hist), hist._repr_html_())
+                display_text(str(hist), hist._repr_html_())
                 show_figure(
                     history_figure(hist), text=f"[session history chart: {len(hist)} cells]"
                 )
@@ -362,22 +310,16 @@ class StanceMagics(Magics):
         return hist
 
     def _cmd_breaks(self, args: Any, rest: list[str]) -> Any:
-        if rest:
-            raise UsageError(f"%stance breaks: unexpected word {rest[0]!r}")
         from .render import BreakList
 
         return BreakList.of(self.engine.history)
 
     def _cmd_reset(self, args: Any, rest: list[str]) -> None:
-        if rest:
-            raise UsageError(f"%stance reset: unexpected word {rest[0]!r}")
         self.engine.reset_compiled_code()
         if not args.quiet:
             print(reset_note(self.engine.session))
 
     def _cmd_panel(self, args: Any, rest: list[str]) -> Any:
-        if rest:
-            raise UsageError(f"%stance panel: unexpected word {rest[0]!r}")
         from .widget import PanelUnavailable, panel
 
         try:
@@ -387,37 +329,17 @@ class StanceMagics(Magics):
             return None
 
     # -- the cell form --------------------------------------------------------
+    def _show_later(self, obj: Any, args: Any) -> None:
+        """Show ``obj`` when the cell has ended (unless -q)."""
+        if not args.quiet:
+            self._pending.append((obj, self.plot and not args.no_plot))
+
     def _cell(self, args: Any, cell: str) -> Any:
         __tracebackhide__ = True
         words = args.words
-        if args.csv or args.json or args.plot:
-            raise UsageError("--csv, --json and --plot go with %stance history")
-        if words and words[0] in COMMANDS:
-            raise UsageError(f"%stance {words[0]} is a line magic; use it with one %")
-        if len(words) > 1:
-            raise UsageError(f"%%stance: unexpected word {words[1]!r} after the stance")
-        if args.repeat is not None and not args.compare:
-            raise UsageError("--repeat goes with --compare")
-        if args.repeat is not None and args.repeat < 1:
-            raise UsageError("--repeat needs a count of 1 or more")
-        if args.repeat is not None and args.repeat > _max_repeat():
-            raise UsageError(
-                f"--repeat {args.repeat} is too many: at most {_max_repeat():,} runs per side"
-            )
-        if args.memory and args.compare and args.profile_guards:
-            raise UsageError(
-                "-m and -g do not go together with --compare: torch runs one profiler at a "
-                "time (measure memory and lookups in two cells)"
-            )
-        if args.sweep is not None and (words or args.compare):
-            raise UsageError("--sweep runs every stance; give no STANCE and no --compare")
-        if args.full and not args.ranks:
-            raise UsageError("--full goes with --ranks")
         if args.ranks:
             from . import ranks
 
-            if args.compare or args.sweep is not None:
-                raise UsageError("--ranks goes with a plain %%stance cell, not --compare/--sweep")
             if not ranks.process_group_ready():
                 raise UsageError(f"%%stance --ranks: {ranks.NO_GROUP}")
         ns = self._namespace(args)
@@ -425,11 +347,6 @@ class StanceMagics(Magics):
             names = [n.strip() for n in args.sweep.split(",") if n.strip()] or list(
                 supported_stances()
             )
-            if args.backend:
-                raise UsageError(
-                    "-b does not go with --sweep (torch forces a backend only under "
-                    "'default'); compare backends with one %%stance default -b NAME cell each"
-                )
             stances = [make_stance(n, args.skip_guard_eval_unsafe, None, ns) for n in names]
             stance = None
         else:
@@ -440,10 +357,11 @@ class StanceMagics(Magics):
                 ns,
                 base=self.engine.session,
             )
-        number = _cell_number(self.shell)
-        run = self._compile_cell(cell, number)
+        number = cell_number(self.shell)
+        run = compile_cell(self.shell, cell, number)
         if stance is not None:
             self._warn_skip_guard(stance)
+        announce = False if args.quiet else notice
         if args.sweep is not None:
             from .compare import sweep
 
@@ -452,13 +370,12 @@ class StanceMagics(Magics):
                 run,
                 stances,
                 source=cell,
-                announce=False if args.quiet else _notice,
+                announce=announce,
                 profile_guards=args.profile_guards,
                 execution_count=number,
                 memory=args.memory,
             )
-            if not args.quiet:
-                self._pending.append((result, not args.no_plot))
+            self._show_later(result, args)
             return None
         if args.compare:
             from .compare import compare
@@ -467,18 +384,23 @@ class StanceMagics(Magics):
                 self.engine,
                 run,
                 stance,
-                repeat=args.repeat or _default_repeat(),
+                repeat=args.repeat or self.default_repeat,
                 source=cell,
-                announce=False if args.quiet else _notice,
+                announce=announce,
                 profile_guards=args.profile_guards,
                 execution_count=number,
                 memory=args.memory,
             )
-            if not args.quiet:
-                self._pending.append((result, not args.no_plot))
+            self._show_later(result, args)
             return result.value
+        # --ranks: the report is added to the history after the gather (see
+        # ranks.gathered), so that it is published once, complete.
         measuring = self.engine.measure(
-            stance, source=cell, profile_guards=args.profile_guards, memory=args.memory
+            stance,
+            source=cell,
+            profile_guards=args.profile_guards,
+            memory=args.memory,
+            record=not args.ranks,
         )
         if args.ranks:
             return self._cell_ranks(args, measuring, number, run)
@@ -488,8 +410,8 @@ class StanceMagics(Magics):
                 rep.execution_count = number
                 return run()
         finally:
-            if rep is not None and not args.quiet:
-                self._pending.append((rep, not args.no_plot))
+            if rep is not None:
+                self._show_later(rep, args)
 
     def _cell_ranks(self, args: Any, measuring: Any, number: int, run: Any) -> Any:
         """``%%stance --ranks``: measure, then gather across ranks (also when the
@@ -499,58 +421,20 @@ class StanceMagics(Magics):
 
         rep = None
         try:
-            with ranks.gathered(measuring, "full" if args.full else "summary") as rep:
+            with ranks.gathered(
+                measuring, "full" if args.full else "summary", publish=self.engine.add_report
+            ) as rep:
                 rep.execution_count = number
                 return run()
         finally:
             if rep is not None and not args.quiet:
-                self._pending.append(ranks.to_show(rep, not args.no_plot))
-
-    def _compile_cell(self, cell: str, number: int) -> Any:
-        """Parse and compile the cell as IPython does (raising SyntaxError now,
-        before any stance is applied); return a function that runs it in the
-        user namespace and gives the value of its last expression."""
-        __tracebackhide__ = True
-        shell = self.shell
-        transformed = shell.transform_cell(cell) if _needs_transform(cell) else cell
-        filename = shell.compile.cache(transformed, number, raw_code=cell)
-        tree = shell.compile.ast_parse(transformed, filename=filename)
-        tree = shell.transform_ast(tree)
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_with_semicolon(cell):
-            last = ast.Expression(tree.body.pop().value)
-        # Top-level await compiles to a coroutine, as in a plain cell.
-        with shell.compile.extra_flags(getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)):
-            code = shell.compile(tree, filename, "exec")
-            code_last = shell.compile(last, filename, "eval") if last is not None else None
-        # Only code with a top-level await is awaited: a cell ending in a call
-        # to an async def shows the coroutine object and runs nothing, as a
-        # plain IPython cell does.
-        body_awaits = bool(code.co_flags & inspect.CO_COROUTINE)
-        last_awaits = code_last is not None and bool(code_last.co_flags & inspect.CO_COROUTINE)
-        if body_awaits or last_awaits:
-            _check_can_await()
-        glob, loc = shell.user_global_ns, shell.user_ns
-
-        def run() -> Any:
-            __tracebackhide__ = True
-            result = eval(code, glob, loc)
-            if body_awaits:
-                shell.loop_runner(result)
-            if code_last is None:
-                return None
-            value = eval(code_last, glob, loc)
-            if last_awaits:
-                value = shell.loop_runner(value)
-            return value
-
-        return run
+                obj, plot = ranks.to_show(rep, self.plot and not args.no_plot)
+                self._pending.append((obj, plot))
 
     # -- IPython events ----------------------------------------------------
     def pre_run_cell(self, info: Any) -> None:
-        outermost = not self._watch_stack
-        if outermost:
-            self.engine.cell_started()
+        cell = self.engine.cells.enter(info)
+        if cell.outermost:
             self._pending.clear()
             if not self.engine.retry_restore():
                 print(
@@ -558,35 +442,37 @@ class StanceMagics(Magics):
                     f"{self.engine.session}; this cell runs under the stance torch has now",
                     file=sys.stderr,
                 )
-        m = None
         raw = (getattr(info, "raw_cell", "") or "").lstrip()
         # a %%stance cell measures (and reports) itself
         if self.engine.watch and not raw.startswith("%%stance"):
             # kept in the history only if the cell involved torch.compile (below)
-            m = self.engine.start_measure(source=raw, record=False)
-        self._watch_stack.append(m)
+            cell.measurement = self.engine.start_measure(source=raw, record=False)
 
     def close_watch(self) -> None:
         """Finish watch measurements still open (unload during a watched cell)."""
-        while self._watch_stack:
-            m = self._watch_stack.pop()
+        for cell in reversed(self.engine.cells.running):
+            m, cell.measurement = cell.measurement, None
             if m is not None:
                 rep = m.finish(None)
                 if _compile_was_involved(rep):
                     self.engine.add_report(rep)
 
     def post_run_cell(self, result: Any) -> None:
-        m = self._watch_stack.pop() if self._watch_stack else None
+        cells = self.engine.cells
+        cell = cells.cell_of(result)
+        m = cell.measurement if cell is not None else None
         if m is not None:
+            cell.measurement = None
             err = getattr(result, "error_in_exec", None)
             # IPython's number for this cell (In [N]) comes with its result
             m.report.execution_count = getattr(result, "execution_count", None)
             rep = m.finish(err)
             if _compile_was_involved(rep):
                 self.engine.add_report(rep)
-            if rep.compiled_anything or rep.cache_misses:
+            if (rep.compiled_anything or rep.cache_misses) and not self.quiet:
                 self._pending.append((rep, False))
-        if not self._watch_stack:  # the outermost cell has ended
+        cells.leave(result)
+        if cell is None or cell.outermost:  # the outermost cell has ended
             note = self.engine.end_of_cell()
             if note:
                 print(f"stance_magic: {note}", file=sys.stderr)
@@ -594,7 +480,10 @@ class StanceMagics(Magics):
             self.engine.sync()
         pending, self._pending = self._pending, []
         for obj, plot in pending:
-            show(obj, plot=plot)
+            show(obj, plot=plot, hints=self.hints)
+
+
+finish_help(StanceMagics.stance, StanceMagics)
 
 
 def _compile_was_involved(rep: Any) -> bool:
@@ -612,109 +501,4 @@ def _compile_was_involved(rep: Any) -> bool:
     )
 
 
-#: Characters that start IPython syntax (magics, shell escapes, help,
-#: autocall, prompts); a cell without them is plain Python.
-_IPYTHON_SYNTAX = frozenset("%!?")
-_LINE_ESCAPES = (",", ";", "/", ">>>", "...", "In [")
-
-
-def _needs_transform(cell: str) -> bool:
-    """Whether IPython's input transformers could change this cell.
-
-    Plain Python (the usual %%stance cell) skips them: about 40 µs a cell.
-    """
-    if _IPYTHON_SYNTAX.intersection(cell) or cell[:1].isspace():
-        return True
-    return any(line.lstrip().startswith(_LINE_ESCAPES) for line in cell.splitlines())
-
-
-def _ends_with_semicolon(cell: str) -> bool:
-    """IPython's own test (by tokens: a trailing comment does not hide the ';')."""
-    from IPython.core.displayhook import DisplayHook
-
-    check = getattr(DisplayHook, "semicolon_at_end_of_expression", None)
-    if check is not None:
-        return bool(check(cell))
-    lines = [ln for ln in cell.rstrip().splitlines() if ln.strip()]  # pragma: no cover
-    return bool(lines) and lines[-1].rstrip().endswith(";")
-
-
-def _cell_number(shell: Any) -> int:
-    """The number IPython gave the cell that is running (In [N])."""
-    names = getattr(shell.compile, "_filename_map", {})
-    frame = sys._getframe(1)
-    while frame is not None:
-        number = names.get(frame.f_code.co_filename)
-        if number is not None:
-            return number
-        frame = frame.f_back
-    return shell.execution_count
-
-
-def _check_can_await() -> None:
-    """An awaiting cell needs an event loop this magic can run; in a Jupyter
-    kernel the cell already runs inside one, so a cell magic cannot."""
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise UsageError(
-        "%%stance cannot run a cell that awaits inside a running event loop (as in "
-        "Jupyter): await in a plain cell, and call the compiled code under %%stance"
-    )
-
-
-def _max_repeat() -> int:
-    from .compare import MAX_REPEAT
-
-    return MAX_REPEAT
-
-
-def _default_repeat() -> int:
-    from .compare import DEFAULT_REPEAT
-
-    return DEFAULT_REPEAT
-
-
-def _notice(msg: str) -> None:
-    """A notice (not an error): displayed as text and HTML, so Jupyter does not
-    show it in the pink box of stderr; a terminal prints it on stdout."""
-    import html
-
-    text = f"stance_magic: {msg}"
-    _display(
-        text,
-        f'<div class="sm-notice" style="font-size:12px;color:#555;margin:2px 0">'
-        f"{html.escape(text)}</div>",
-    )
-
-
-def _can_show_images() -> bool:
-    """False in a terminal IPython, whose display shows text only."""
-    from IPython import get_ipython
-
-    ip = get_ipython()
-    return ip is None or "image/png" in ip.display_formatter.active_types
-
-
-def show(obj: Any, plot: bool = True) -> None:
-    """Display a report (or compare/sweep result) as HTML + text, and its chart."""
-    _display(str(obj), obj._repr_html_())
-    advice = getattr(obj, "advice", None)
-    if advice:
-        lines = advice() if callable(advice) else advice
-        if lines:
-            from .render import advice_html
-
-            _display("\n".join(f"hint: {a}" for a in lines), advice_html(lines))
-    # A report's chart only when something compiled: an empty bar helps no
-    # one and drawing it costs about 60 ms.
-    worth = getattr(obj, "compiled_anything", True)
-    if plot and worth and hasattr(obj, "figure") and _can_show_images():
-        from .plots import show_figure
-
-        fig = obj.figure()
-        if fig is not None:
-            show_figure(fig, text=None)
+__all__ = ["ACCEPTS", "COMMANDS", "FORMS", "RULES", "StanceMagics", "show"]

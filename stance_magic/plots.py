@@ -11,6 +11,10 @@ import base64
 import io
 from typing import Any, Sequence
 
+from .stance import stance_text
+from .text import cell_label, fmt_bytes, fmt_s
+from .text import plural as _n
+
 #: Width that reads well in a notebook cell (inches at 100 dpi: 760 px).
 WIDTH_IN = 7.6
 DPI = 100
@@ -82,10 +86,6 @@ def _legend(ax: Any) -> None:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
-def _n(k: int, word: str) -> str:
-    return f"{k} {word}{'' if k == 1 else 's'}"
-
-
 def _annotate(ax: Any, y: int, x: float, text: str) -> None:
     ax.text(x, y, "  " + text, va="center", fontsize=7.5, color="#333333")
 
@@ -115,7 +115,6 @@ def report_figure(rep: Any) -> Any:
             ("execution", COLORS["run"], [v * scale for v in exe]),
         ],
     )
-    from .render import cell_label, fmt_s
 
     run_i = len(labels) - 1
     summary = (
@@ -198,7 +197,6 @@ def sweep_figure(result: Any) -> Any:
             ("execution", COLORS["run"], exe),
         ],
     )
-    from .render import fmt_bytes, fmt_s
 
     if memory:
         peaks = [(r.peak_bytes or 0) / 1e6 for r in reps]
@@ -328,9 +326,6 @@ def history_figure(
     """
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
-
-    from .engine import stance_text
-    from .render import cell_label, fmt_bytes, fmt_s
 
     reps = list(reports)
     shown, total = history_cells(reps, history_capacity(width_px))
@@ -525,9 +520,106 @@ def history_figure(
     return fig
 
 
+_PNG_CACHE: dict[str, Any] = {}
+
+
+def history_png(reports: Sequence[Any], cache_key: Any = None) -> bytes | None:
+    """The history chart as a transparent PNG (None when no cell would be in
+    it), drawn once for the same cells however many callers (open panels)
+    ask; ``cache_key`` tells apart histories of different owners."""
+    shown, total = history_cells(reports, history_capacity())
+    if not shown:
+        return None
+    key = (cache_key, total, tuple(id(r) for r in shown), len(reports))
+    if _PNG_CACHE.get("key") != key:
+        _PNG_CACHE.clear()
+        png = figure_png(history_figure(reports, transparent=True))
+        _PNG_CACHE.update(key=key, png=png)
+    return _PNG_CACHE["png"]
+
+
 def _same_stance(a: Any, b: Any) -> bool:
     return (a.stance, a.skip_guard_eval_unsafe, a.backend) == (
         b.stance,
         b.skip_guard_eval_unsafe,
         b.backend,
     )
+
+
+#: Ranks drawn as bars in a chart across ranks; more are drawn as points.
+MAX_RANK_BARS = 32
+
+
+def ranks_figure(view: Any, max_bars: int = MAX_RANK_BARS) -> Any:
+    """Across ranks (a :class:`~stance_magic.ranks.RankReport`): one bar per rank
+    (compile, guard evaluation, execution), flagged ranks in red, a dashed line
+    at the slowest compile; over ``max_bars`` ranks, compile time per rank as
+    points."""
+    rows = view.rows
+    flagged = set(view.flagged_ranks)
+    slowest = max(rows, key=lambda r: r.compile_s) if rows else None
+    if len(rows) > max_bars:
+        scale, unit = _unit(max([r.compile_s for r in rows] + [1e-9]))
+        fig = _figure(2.8)
+        ax = fig.add_subplot()
+        x = [r.rank for r in rows]
+        y = [r.compile_s * scale for r in rows]
+        colors = ["#b00020" if r.rank in flagged else COLORS["compile"] for r in rows]
+        ax.scatter(x, y, s=8, c=colors)
+        ax.set_xlabel("rank")
+        ax.set_ylabel(f"compile ({unit})")
+        ax.grid(alpha=0.3)
+        ax.set_title(
+            f"{view.world_size} ranks: compile time per rank (red: diverged)",
+            fontsize=10,
+            loc="left",
+        )
+        return fig
+    scale, unit = _unit(max([r.wall_s for r in rows] + [1e-9]))
+    labels = [f"rank {r.rank}" + (" !" if r.rank in flagged else "") for r in rows]
+    fig = _figure(1.2 + 0.42 * len(rows))
+    ax = fig.add_subplot()
+    _stacked(
+        ax,
+        labels,
+        [
+            ("compile", COLORS["compile"], [r.compile_s * scale for r in rows]),
+            ("guard evaluation", COLORS["guard"], [(r.guard_s or 0.0) * scale for r in rows]),
+            (
+                "execution",
+                COLORS["run"],
+                [max(r.wall_s - r.compile_s - (r.guard_s or 0.0), 0.0) * scale for r in rows],
+            ),
+        ],
+    )
+    for tick, r in zip(ax.get_yticklabels(), rows):
+        if r.rank in flagged:
+            tick.set_color("#b00020")
+    for i, r in enumerate(rows):
+        bits = [f"{r.compiles} compile{'s' if r.compiles != 1 else ''}"]
+        if r.recompiles:
+            bits.append(f"{r.recompiles} recompile{'s' if r.recompiles != 1 else ''}")
+        if r.graph_breaks:
+            bits.append(f"{r.graph_breaks} break{'s' if r.graph_breaks != 1 else ''}")
+        if r.refused:
+            bits.append("refused a recompile")
+        elif r.error:
+            bits.append("error")
+        ax.text(
+            r.wall_s * scale, i, "  " + ", ".join(bits), va="center", fontsize=7.5, color="#333333"
+        )
+    if slowest is not None and slowest.compile_s > 0 and len(rows) > 1:
+        ax.axvline(slowest.compile_s * scale, color="#b00020", ls="--", lw=1)
+        title = (
+            f"slowest compile: rank {slowest.rank}, {fmt_s(slowest.compile_s)} "
+            "(dashed line: the other ranks wait for it)"
+        )
+    else:
+        title = f"{view.world_size} ranks"
+    if flagged:
+        title += "; red, !: diverged"
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_xlabel(f"wall time of the block on each rank ({unit})")
+    ax.set_xlim(0, max(r.wall_s for r in rows) * scale * 1.7 or 1.0)
+    _legend(ax)
+    return fig

@@ -30,7 +30,9 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from .text import fmt_s
 
 __all__ = [
     "RankFlag",
@@ -38,7 +40,6 @@ __all__ = [
     "RankSummary",
     "gather",
     "process_group_ready",
-    "ranks_figure",
     "session_stances",
     "summarize",
 ]
@@ -48,7 +49,8 @@ MAX_REASONS = 3
 MAX_CHARS = 200
 #: Rows a combined view shows before it folds ranks that were not flagged.
 MAX_ROWS = 16
-#: Ranks drawn as bars in the chart; more are drawn as points.
+#: Ranks drawn as bars in the chart; more are drawn as points
+#: (:func:`stance_magic.plots.ranks_figure`).
 MAX_BARS = 32
 
 MODES = ("summary", "full")
@@ -226,14 +228,27 @@ class RankReport:
     def row(self, rank: int) -> RankSummary:
         return self.rows[rank]
 
+    @property
+    def shown(self) -> list[RankSummary]:
+        """The rows a view shows: all of them up to :data:`MAX_ROWS`; beyond, rank 0,
+        the flagged ranks and the slowest compile, up to :data:`MAX_ROWS`."""
+        return shown_rows(self)
+
     def figure(self) -> Any:
         """Compile, guard evaluation and execution per rank, divergent ranks in red."""
-        return ranks_figure(self)
+        from .plots import ranks_figure
 
+        return ranks_figure(self, max_bars=MAX_BARS)
+
+    # Rendering is delegated (text and HTML in render, the chart in plots).
     def __str__(self) -> str:
+        from .render import ranks_text
+
         return ranks_text(self)
 
     def _repr_html_(self) -> str:
+        from .render import ranks_html
+
         return ranks_html(self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
@@ -290,61 +305,67 @@ def _examples(rows: Sequence[RankSummary], ranks: list[int], get: Any, limit: in
     return "; ".join(out)
 
 
+def _breaks_differ(rows: Sequence[RankSummary], g: list[tuple[Any, list[int]]]) -> str:
+    """Graph-break sets differ: by their counts when those tell the groups apart."""
+    counts = {r.rank: r.graph_breaks for r in rows}
+    if all(len({counts[r] for r in ranks}) == 1 for _, ranks in g):
+        return _by_group([(counts[ranks[0]], ranks) for _, ranks in g], lambda n: f"{n} break(s)")
+    return _by_group(g, lambda d: "none" if not d else "a set of breaks")
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A figure every rank should agree on: a row of :data:`COMPARED`."""
+
+    kind: str
+    #: the figure of one rank's summary
+    key: Any
+    #: the flag's message starts with this
+    headline: str
+    #: how the groups of ranks read (default: each value, the ranks with it)
+    groups: Any = None
+    #: a rank's own items that say why (its recompile reasons, its breaks)
+    examples: Any = None
+
+
+#: What divergence_flags compares across ranks, in the order it reports them.
+COMPARED: tuple[Compared, ...] = (
+    Compared("stance", lambda r: r.stance, "ranks ran under different stances"),
+    Compared("compiles", lambda r: r.compiles, "compile counts differ"),
+    Compared(
+        "recompiles",
+        lambda r: r.recompiles,
+        "recompile counts differ",
+        examples=lambda r: r.recompile_reasons,
+    ),
+    Compared(
+        "graph_breaks",
+        lambda r: r.break_digest,
+        "graph breaks differ",
+        groups=_breaks_differ,
+        examples=lambda r: r.break_samples,
+    ),
+)
+
+
 def divergence_flags(rows: Sequence[RankSummary]) -> list[RankFlag]:
-    """Where the ranks' summaries differ, and the slowest compile."""
+    """Where the ranks' summaries differ (:data:`COMPARED`, then refusals and
+    errors), and the slowest compile."""
     flags: list[RankFlag] = []
     if not rows:
         return flags
-    g = _groups(rows, lambda r: r.stance)
-    if len(g) > 1:
-        flags.append(
-            RankFlag(
-                "stance",
-                _split(g),
-                f"ranks ran under different stances: {_by_group(g, str)}",
-            )
-        )
-    g = _groups(rows, lambda r: r.compiles)
-    if len(g) > 1:
-        flags.append(
-            RankFlag(
-                "compiles",
-                _split(g),
-                f"compile counts differ: {_by_group(g, str)}",
-            )
-        )
-    g = _groups(rows, lambda r: r.recompiles)
-    if len(g) > 1:
+    for c in COMPARED:
+        g = _groups(rows, c.key)
+        if len(g) < 2:
+            continue
         odd = _split(g)
-        why = _examples(rows, odd, lambda r: r.recompile_reasons) or _examples(
-            rows, [rk for _, rks in g for rk in rks], lambda r: r.recompile_reasons
-        )
-        flags.append(
-            RankFlag(
-                "recompiles",
-                odd,
-                f"recompile counts differ: {_by_group(g, str)}" + (f" ({why})" if why else ""),
+        what = c.groups(rows, g) if c.groups else _by_group(g, str)
+        why = ""
+        if c.examples is not None:
+            why = _examples(rows, odd, c.examples) or _examples(
+                rows, [rk for _, rks in g for rk in rks], c.examples
             )
-        )
-    g = _groups(rows, lambda r: r.break_digest)
-    if len(g) > 1:
-        odd = _split(g)
-        counts = {r.rank: r.graph_breaks for r in rows}
-        what = _by_group(g, lambda d: "none" if not d else "a set of breaks")
-        if all(len({counts[r] for r in ranks}) == 1 for _, ranks in g):
-            what = _by_group(
-                [(counts[ranks[0]], ranks) for _, ranks in g], lambda n: f"{n} break(s)"
-            )
-        why = _examples(rows, odd, lambda r: r.break_samples) or _examples(
-            rows, [rk for _, rks in g for rk in rks], lambda r: r.break_samples
-        )
-        flags.append(
-            RankFlag(
-                "graph_breaks",
-                odd,
-                f"graph breaks differ: {what}" + (f" ({why})" if why else ""),
-            )
-        )
+        flags.append(RankFlag(c.kind, odd, f"{c.headline}: {what}" + (f" ({why})" if why else "")))
     refused = [r for r in rows if r.refused]
     for guard, ranks in _groups(refused, lambda r: r.refused_guard):
         text = f"{rank_set(ranks)} refused to recompile under fail_on_recompile"
@@ -359,8 +380,6 @@ def divergence_flags(rows: Sequence[RankSummary]) -> list[RankFlag]:
     if compiled and len(rows) > 1:
         slow = max(compiled, key=lambda r: r.compile_s)
         others = sorted(r.compile_s for r in rows if r.rank != slow.rank)
-        from .render import fmt_s
-
         if len(others) == 1:
             other = next(r for r in rows if r.rank != slow.rank)
             rest = f"rank {other.rank}: {fmt_s(other.compile_s)}"
@@ -454,7 +473,9 @@ NO_GROUP = (
 
 
 @contextlib.contextmanager
-def gathered(measuring: Any, mode: Any = True) -> Iterator[Any]:
+def gathered(
+    measuring: Any, mode: Any = True, publish: Callable[[Any], None] | None = None
+) -> Iterator[Any]:
     """Wrap a measuring context (``Engine.measure``) so that its report is
     gathered across ranks when the block ends (:func:`gather`).
 
@@ -463,23 +484,32 @@ def gathered(measuring: Any, mode: Any = True) -> Iterator[Any]:
     exception then propagates unchanged. After a KeyboardInterrupt (or any
     other BaseException) nothing is gathered: an interrupt is never held up.
     Without a process group this warns once and measures this process alone.
+
+    ``publish`` (``Engine.add_report``, with a measuring context that does
+    not record) is called with the report once it is complete, the combined
+    view on rank 0 included, so that the history and open panels never see
+    it without.
     """
     mode = _check_mode(mode)
-    if not process_group_ready():
-        warnings.warn(f"stance_magic: gather ignored: {NO_GROUP}", RuntimeWarning, stacklevel=3)
-        with measuring as rep:
-            yield rep
-        return
     rep = None
     try:
-        with measuring as rep:
-            yield rep
-    except Exception:
+        if not process_group_ready():
+            warnings.warn(f"stance_magic: gather ignored: {NO_GROUP}", RuntimeWarning, stacklevel=3)
+            with measuring as rep:
+                yield rep
+            return
+        try:
+            with measuring as rep:
+                yield rep
+        except Exception:
+            if rep is not None:
+                gather(rep, mode)
+            raise
         if rep is not None:
             gather(rep, mode)
-        raise
-    if rep is not None:
-        gather(rep, mode)
+    finally:
+        if rep is not None and publish is not None:
+            publish(rep)
 
 
 def session_stances(stance: Any = None) -> list[str] | None:
@@ -512,34 +542,6 @@ def stances_line(stances: Sequence[str], previous: str | None = None) -> str:
     return f"session stances differ across ranks: {_by_group(groups, str)}{was}"
 
 
-# -- rendering --------------------------------------------------------------------
-
-
-def _columns(view: RankReport) -> list[tuple[str, Any]]:
-    from .render import fmt_bytes, fmt_s, shorten
-
-    cols: list[tuple[str, Any]] = [("rank", lambda r: str(r.rank))]
-    if len({r.host for r in view.rows}) > 1:
-        cols.append(("host", lambda r: r.host))
-    cols += [
-        ("stance", lambda r: r.stance),
-        ("wall", lambda r: fmt_s(r.wall_s)),
-        ("compile", lambda r: fmt_s(r.compile_s)),
-        ("compiles", lambda r: str(r.compiles)),
-        ("recompiles", lambda r: str(r.recompiles)),
-        ("breaks", lambda r: str(r.graph_breaks)),
-        ("hits/misses", lambda r: f"{r.cache_hits}/{r.cache_misses}"),
-        ("guards", lambda r: fmt_s(r.guard_s)),
-    ]
-    if any(r.peak_bytes is not None for r in view.rows):
-        cols.append(("peak memory", lambda r: fmt_bytes(r.peak_bytes)))
-    if any(r.refused for r in view.rows):
-        cols.append(("refused", lambda r: str(r.refused_recompiles)))
-    if any(r.error for r in view.rows):
-        cols.append(("error", lambda r: shorten(r.error, 48)))
-    return cols
-
-
 def shown_rows(view: RankReport) -> list[RankSummary]:
     """The rows a view shows: all of them up to :data:`MAX_ROWS`; beyond, rank 0,
     the flagged ranks and the slowest compile, up to :data:`MAX_ROWS`."""
@@ -547,104 +549,6 @@ def shown_rows(view: RankReport) -> list[RankSummary]:
         return list(view.rows)
     keep = {0} | {r for f in view.flags for r in f.ranks}
     return [view.rows[r] for r in sorted(keep)[:MAX_ROWS]]
-
-
-def _title(view: RankReport) -> str:
-    n = view.execution_count
-    which = f", In [{n}] on rank 0" if n is not None else ""
-    return f"stance_magic across {view.world_size} ranks{which}"
-
-
-def _gather_line(view: RankReport) -> str:
-    from .render import fmt_bytes, fmt_s
-
-    what = "full reports" if view.mode == "full" else "summaries"
-    return (
-        f"gathered {what} with torch.distributed.gather_object in {fmt_s(view.gather_s)} at "
-        f"rank 0 (waiting for the last rank included); rank 0 sent {fmt_bytes(view.payload_bytes)}"
-    )
-
-
-def _folded(view: RankReport, shown: list[RankSummary]) -> str:
-    n = len(view.rows) - len(shown)
-    return (
-        f"… {n} more rank{'s' if n != 1 else ''} not flagged (all rows: "
-        "stance_magic.history()[-1].ranks.rows)"
-        if n
-        else ""
-    )
-
-
-def _flag_lines(view: RankReport) -> list[str]:
-    if not view.divergent:
-        if view.world_size > 1:
-            head = [
-                "no divergence: every rank ran the same stance and compiled, recompiled "
-                "and broke its graphs alike"
-            ]
-        else:
-            head = ["one rank: nothing to compare"]
-    else:
-        head = [f"DIVERGED: {f.message}" for f in view.divergent]
-    return head + [f.message for f in view.flags if not f.divergence]
-
-
-def ranks_text(view: RankReport) -> str:
-    from .render import text_table
-
-    cols = _columns(view)
-    shown = shown_rows(view)
-    body = [[get(r) for _, get in cols] for r in shown]
-    out = [_title(view), text_table([h for h, _ in cols], body, indent="  ")]
-    folded = _folded(view, shown)
-    if folded:
-        out.append("  " + folded)
-    out += [f"  {line}" for line in _flag_lines(view)]
-    out.append(f"  note: {_gather_line(view)}")
-    if view.mode == "full" and view.reports:
-        for rank, rep in enumerate(view.reports):
-            out.append(f"\n--- rank {rank} ---\n{rep}")
-    return "\n".join(out)
-
-
-def ranks_html(view: RankReport) -> str:
-    from .render import CSS, report_html
-
-    e = html.escape
-    cols = _columns(view)
-    shown = shown_rows(view)
-    flagged = set(view.flagged_ranks)
-    head = "".join(f"<th>{e(h)}</th>" for h, _ in cols)
-    body = "".join(
-        ('<tr class="sm-err">' if r.rank in flagged else "<tr>")
-        + "".join(f"<td>{e(get(r))}</td>" for _, get in cols)
-        + "</tr>"
-        for r in shown
-    )
-    table = (
-        f'{CSS}<div style="overflow-x:auto"><table class="sm-report sm-table">'
-        f"<caption>{e(_title(view))}</caption><tr>{head}</tr>{body}</table></div>"
-    )
-    items = []
-    folded = _folded(view, shown)
-    if folded:
-        items.append(f"<li>{e(folded)}</li>")
-    for line in _flag_lines(view):
-        if line.startswith("DIVERGED: "):
-            items.append(f'<li class="sm-err"><b>diverged</b>: {e(line[len("DIVERGED: ") :])}</li>')
-        else:
-            items.append(f"<li>{e(line)}</li>")
-    items.append(f"<li><i>{e(_gather_line(view))}</i></li>")
-    parts = [
-        table,
-        f'<ul class="sm-ranks" style="margin:2px 0 6px;font-size:12px">{"".join(items)}</ul>',
-    ]
-    if view.mode == "full" and view.reports:
-        for rank, rep in enumerate(view.reports):
-            parts.append(
-                f"<details><summary>rank {rank}: full report</summary>{report_html(rep)}</details>"
-            )
-    return "".join(parts)
 
 
 class RankNote:
@@ -683,83 +587,3 @@ def to_show(rep: Any, plot: bool) -> tuple[Any, bool]:
 
 
 _RANK_NOTE = re.compile(r"rank \d+ of \d+: ")
-
-
-# -- chart ------------------------------------------------------------------------
-
-
-def ranks_figure(view: RankReport) -> Any:
-    """One bar per rank (compile, guard evaluation, execution), flagged ranks in
-    red, a dashed line at the slowest compile; over :data:`MAX_BARS` ranks,
-    compile time per rank as points."""
-    from .plots import COLORS, _figure, _legend, _stacked, _unit
-    from .render import fmt_s
-
-    rows = view.rows
-    flagged = set(view.flagged_ranks)
-    slowest = max(rows, key=lambda r: r.compile_s) if rows else None
-    if len(rows) > MAX_BARS:
-        scale, unit = _unit(max([r.compile_s for r in rows] + [1e-9]))
-        fig = _figure(2.8)
-        ax = fig.add_subplot()
-        x = [r.rank for r in rows]
-        y = [r.compile_s * scale for r in rows]
-        colors = ["#b00020" if r.rank in flagged else COLORS["compile"] for r in rows]
-        ax.scatter(x, y, s=8, c=colors)
-        ax.set_xlabel("rank")
-        ax.set_ylabel(f"compile ({unit})")
-        ax.grid(alpha=0.3)
-        ax.set_title(
-            f"{view.world_size} ranks: compile time per rank (red: diverged)",
-            fontsize=10,
-            loc="left",
-        )
-        return fig
-    scale, unit = _unit(max([r.wall_s for r in rows] + [1e-9]))
-    labels = [f"rank {r.rank}" + (" !" if r.rank in flagged else "") for r in rows]
-    fig = _figure(1.2 + 0.42 * len(rows))
-    ax = fig.add_subplot()
-    _stacked(
-        ax,
-        labels,
-        [
-            ("compile", COLORS["compile"], [r.compile_s * scale for r in rows]),
-            ("guard evaluation", COLORS["guard"], [(r.guard_s or 0.0) * scale for r in rows]),
-            (
-                "execution",
-                COLORS["run"],
-                [max(r.wall_s - r.compile_s - (r.guard_s or 0.0), 0.0) * scale for r in rows],
-            ),
-        ],
-    )
-    for tick, r in zip(ax.get_yticklabels(), rows):
-        if r.rank in flagged:
-            tick.set_color("#b00020")
-    for i, r in enumerate(rows):
-        bits = [f"{r.compiles} compile{'s' if r.compiles != 1 else ''}"]
-        if r.recompiles:
-            bits.append(f"{r.recompiles} recompile{'s' if r.recompiles != 1 else ''}")
-        if r.graph_breaks:
-            bits.append(f"{r.graph_breaks} break{'s' if r.graph_breaks != 1 else ''}")
-        if r.refused:
-            bits.append("refused a recompile")
-        elif r.error:
-            bits.append("error")
-        ax.text(
-            r.wall_s * scale, i, "  " + ", ".join(bits), va="center", fontsize=7.5, color="#333333"
-        )
-    if slowest is not None and slowest.compile_s > 0 and len(rows) > 1:
-        ax.axvline(slowest.compile_s * scale, color="#b00020", ls="--", lw=1)
-        title = (
-            f"slowest compile: rank {slowest.rank}, {fmt_s(slowest.compile_s)} "
-            "(dashed line: the other ranks wait for it)"
-        )
-    else:
-        title = f"{view.world_size} ranks"
-    if flagged:
-        title += "; red, !: diverged"
-    ax.set_title(title, fontsize=9, loc="left")
-    ax.set_xlabel(f"wall time of the block on each rank ({unit})")
-    ax.set_xlim(0, max(r.wall_s for r in rows) * scale * 1.7 or 1.0)
-    _legend(ax)
-    return fig

@@ -7,34 +7,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from .engine import stance_text
-from .report import PHASE_LABELS, PHASES, CellReport, first_line
-
-
-def fmt_s(s: float | None) -> str:
-    """Seconds, readable: 1.23 s, 45.6 ms, 789 µs."""
-    if s is None:
-        return "n/a"
-    a = abs(s)
-    if a >= 1:
-        return f"{s:.2f} s"
-    if a >= 1e-3:
-        return f"{s * 1e3:.1f} ms"
-    if a >= 1e-6 or a == 0:
-        return f"{s * 1e6:.0f} µs" if a >= 1e-5 or a == 0 else f"{s * 1e6:.1f} µs"
-    return f"{s * 1e9:.0f} ns"
-
-
-def fmt_bytes(n: float | None, signed: bool = False) -> str:
-    """Bytes, readable (decimal units): 64.0 MB, 812 kB, 0 B."""
-    if n is None:
-        return "n/a"
-    sign = ("+" if n > 0 else "−" if n < 0 else "") if signed else ("−" if n < 0 else "")
-    a = abs(n)
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if a >= scale:
-            return f"{sign}{a / scale:.1f} {unit}"
-    return f"{sign}{a:.0f} B"
+from .report import PHASE_LABELS, PHASES, CellReport
+from .stance import stance_text
+from .text import cell_label, first_line, fmt_bytes, fmt_s, shorten
+from .text import plural as _plural
 
 
 def _stance_line(rep: CellReport) -> str:
@@ -148,15 +124,6 @@ MAX_DETAILS = 8
 
 def _more(n: int) -> str:
     return f"and {n} more (all in the report's data and %stance history --json)"
-
-
-def cell_label(rep: Any) -> str:
-    """How reports, charts and the panel name a measured cell: IPython's
-    ``In [7]`` when known, else its place in the history (``cell 3``)."""
-    number = getattr(rep, "execution_count", None)
-    if number:
-        return f"In [{number}]"
-    return f"cell {rep.index}" if getattr(rep, "index", 0) else ""
 
 
 def _notes(rep: CellReport) -> list[str]:
@@ -296,12 +263,6 @@ def _cell(key: str, v: Any) -> str:
     return shorten(text) if key == "error" else text
 
 
-def shorten(text: str, width: int = 60) -> str:
-    """One line of at most ``width`` characters (full text stays in the export)."""
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def text_table(head: Sequence[str], body: Sequence[Sequence[str]], indent: str = "") -> str:
     """Columns padded to their widest cell, a rule under the header."""
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
@@ -357,7 +318,180 @@ class History(list):
         p.text(str(self))
 
 
-__all__ = ["History", "first_line", "fmt_s", "history_html", "history_text", "report_html"]
+__all__ = [
+    "History",
+    "cell_label",
+    "first_line",
+    "fmt_bytes",
+    "fmt_s",
+    "history_html",
+    "history_text",
+    "ranks_html",
+    "ranks_text",
+    "report_html",
+    "shorten",
+    "summary_line",
+]
+
+
+# -- across ranks (stance_magic.ranks.RankReport) ------------------------------
+
+
+def _rank_columns(view: Any) -> list[tuple[str, Any]]:
+    cols: list[tuple[str, Any]] = [("rank", lambda r: str(r.rank))]
+    if len({r.host for r in view.rows}) > 1:
+        cols.append(("host", lambda r: r.host))
+    cols += [
+        ("stance", lambda r: r.stance),
+        ("wall", lambda r: fmt_s(r.wall_s)),
+        ("compile", lambda r: fmt_s(r.compile_s)),
+        ("compiles", lambda r: str(r.compiles)),
+        ("recompiles", lambda r: str(r.recompiles)),
+        ("breaks", lambda r: str(r.graph_breaks)),
+        ("hits/misses", lambda r: f"{r.cache_hits}/{r.cache_misses}"),
+        ("guards", lambda r: fmt_s(r.guard_s)),
+    ]
+    if any(r.peak_bytes is not None for r in view.rows):
+        cols.append(("peak memory", lambda r: fmt_bytes(r.peak_bytes)))
+    if any(r.refused for r in view.rows):
+        cols.append(("refused", lambda r: str(r.refused_recompiles)))
+    if any(r.error for r in view.rows):
+        cols.append(("error", lambda r: shorten(r.error, 48)))
+    return cols
+
+
+def _ranks_title(view: Any) -> str:
+    n = view.execution_count
+    which = f", In [{n}] on rank 0" if n is not None else ""
+    return f"stance_magic across {view.world_size} ranks{which}"
+
+
+def _gather_line(view: Any) -> str:
+    what = "full reports" if view.mode == "full" else "summaries"
+    return (
+        f"gathered {what} with torch.distributed.gather_object in {fmt_s(view.gather_s)} at "
+        f"rank 0 (waiting for the last rank included); rank 0 sent {fmt_bytes(view.payload_bytes)}"
+    )
+
+
+def _folded(view: Any, shown: list[Any]) -> str:
+    n = len(view.rows) - len(shown)
+    return (
+        f"… {n} more rank{'s' if n != 1 else ''} not flagged (all rows: "
+        "stance_magic.history()[-1].ranks.rows)"
+        if n
+        else ""
+    )
+
+
+def _flag_lines(view: Any) -> list[str]:
+    if not view.divergent:
+        if view.world_size > 1:
+            head = [
+                "no divergence: every rank ran the same stance and compiled, recompiled "
+                "and broke its graphs alike"
+            ]
+        else:
+            head = ["one rank: nothing to compare"]
+    else:
+        head = [f"DIVERGED: {f.message}" for f in view.divergent]
+    return head + [f.message for f in view.flags if not f.divergence]
+
+
+def ranks_text(view: Any) -> str:
+    """A :class:`~stance_magic.ranks.RankReport` as text: one row per rank,
+    where they diverged, how the gather went."""
+    cols = _rank_columns(view)
+    shown = view.shown
+    body = [[get(r) for _, get in cols] for r in shown]
+    out = [_ranks_title(view), text_table([h for h, _ in cols], body, indent="  ")]
+    folded = _folded(view, shown)
+    if folded:
+        out.append("  " + folded)
+    out += [f"  {line}" for line in _flag_lines(view)]
+    out.append(f"  note: {_gather_line(view)}")
+    if view.mode == "full" and view.reports:
+        for rank, rep in enumerate(view.reports):
+            out.append(f"\n--- rank {rank} ---\n{rep}")
+    return "\n".join(out)
+
+
+def ranks_html(view: Any) -> str:
+    """A :class:`~stance_magic.ranks.RankReport` as HTML (every string escaped);
+    diverged ranks in the error colour."""
+    e = html.escape
+    cols = _rank_columns(view)
+    shown = view.shown
+    flagged = set(view.flagged_ranks)
+    head = "".join(f"<th>{e(h)}</th>" for h, _ in cols)
+    body = "".join(
+        ('<tr class="sm-err">' if r.rank in flagged else "<tr>")
+        + "".join(f"<td>{e(get(r))}</td>" for _, get in cols)
+        + "</tr>"
+        for r in shown
+    )
+    table = (
+        f'{CSS}<div style="overflow-x:auto"><table class="sm-report sm-table">'
+        f"<caption>{e(_ranks_title(view))}</caption><tr>{head}</tr>{body}</table></div>"
+    )
+    items = []
+    folded = _folded(view, shown)
+    if folded:
+        items.append(f"<li>{e(folded)}</li>")
+    for line in _flag_lines(view):
+        if line.startswith("DIVERGED: "):
+            items.append(f'<li class="sm-err"><b>diverged</b>: {e(line[len("DIVERGED: ") :])}</li>')
+        else:
+            items.append(f"<li>{e(line)}</li>")
+    items.append(f"<li><i>{e(_gather_line(view))}</i></li>")
+    parts = [
+        table,
+        f'<ul class="sm-ranks" style="margin:2px 0 6px;font-size:12px">{"".join(items)}</ul>',
+    ]
+    if view.mode == "full" and view.reports:
+        for rank, rep in enumerate(view.reports):
+            parts.append(
+                f"<details><summary>rank {rank}: full report</summary>{report_html(rep)}</details>"
+            )
+    return "".join(parts)
+
+
+def summary_line(rep: Any, session: Any = None) -> str:
+    """One line about a measured cell, for the panel's live area header
+    (``session``: the session stance, named when the cell ran under its own).
+
+    Examples
+    --------
+    >>> from stance_magic.report import CellReport
+    >>> summary_line(CellReport(stance="default", index=3, wall_s=0.5, compile_s=0.4, compiles=1))
+    'cell 3 · default · 500.0 ms: 1 compile (400.0 ms), 0 cache hits'
+    """
+    stance = stance_text(rep.stance, rep.skip_guard_eval_unsafe, rep.backend)
+    if session is not None and stance != str(session):
+        stance += f" (its own; session: {session})"
+    parts = []
+    if rep.compiles or rep.backward_compiles:
+        n = rep.compiles + rep.backward_compiles
+        parts.append(f"{_plural(n, 'compile')} ({fmt_s(rep.compile_s)})")
+    else:
+        parts.append("nothing compiled")
+    if rep.recompiles:
+        parts.append(_plural(len(rep.recompiles), "recompile"))
+    breaks = sum(g.count for g in rep.graph_break_details) or len(rep.graph_breaks)
+    if breaks:
+        parts.append(_plural(breaks, "graph break"))
+    if rep.eager_fallbacks:
+        parts.append(_plural(rep.eager_fallbacks, "eager fallback"))
+    if rep.refused_recompiles:
+        parts.append(_plural(rep.refused_recompiles, "refused recompile"))
+    eager = sum(getattr(rep, "eager_calls", {}).values())
+    if eager:
+        parts.append(f"{_plural(eager, 'call')} run eagerly")
+    parts.append(_plural(rep.cache_hits, "cache hit"))
+    line = f"{cell_label(rep)} · {stance} · {fmt_s(rep.wall_s)}: {', '.join(parts)}"
+    if rep.error:
+        line += f" · failed: {rep.error}"
+    return line
 
 
 @dataclass
@@ -445,10 +579,6 @@ def advice_html(lines: Iterable[str]) -> str:
     return f'<ul class="sm-advice" style="margin:2px 0 6px;font-size:12px">{items}</ul>'
 
 
-def _plural(k: int, word: str) -> str:
-    return f"{k} {word}{'' if k == 1 else 's'}"
-
-
 def _compiles_value(rep: CellReport) -> str:
     text = _plural(rep.compiles, "frame") + " traced"
     if rep.backward_compiles:
@@ -502,9 +632,11 @@ def _recompile_lines(rep: CellReport) -> list[str]:
     every other cache entry (torch's record keeps only the first)."""
     out = []
     for r in rep.recompile_details:
-        out.append(f"{r.where}: {r}")
-        for f in r.failures[1:]:
-            out.append(f"↳ also failed: {f}")
+        line = f"{r.where}: {r}"
+        others = [f.reason for f in r.failures[1:]]
+        if others:
+            line += f" (other entries failed on: {'; '.join(others)})"
+        out.append(line)
     return out
 
 

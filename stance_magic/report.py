@@ -10,12 +10,13 @@ from __future__ import annotations
 import linecache
 import re
 import statistics
-import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import causes as _causes
 from . import probe
+from .text import first_line, fmt_s, place, short_path
+from .text import plural as _plural
 
 PHASES = ("dynamo", "aot_autograd", "backend", "codegen", "other")
 PHASE_LABELS = {
@@ -180,7 +181,7 @@ class GraphBreak:
         cost = ""
         if self.frames_after:
             cost = f"; {self.frames_after} more frame{'s' if self.frames_after != 1 else ''}"
-            cost += f" compiled after it ({_fmt_s(self.compile_s_after)})"
+            cost += f" compiled after it ({fmt_s(self.compile_s_after)})"
         hint = f"; hint: {self.hints[0]}" if self.hints else ""
         return f"{self.count}× {place}: {head}{tag}{cost}{hint}"
 
@@ -458,50 +459,6 @@ class CellReport:
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
-
-
-def short_path(path: str) -> str:
-    """A file path as a reader knows it: a notebook cell as ``In [N]``, a
-    library file without its site-packages (or current directory) prefix."""
-    import os
-    import site
-
-    cell = _cell_number(path)
-    if cell is not None:
-        return f"In [{cell}]"
-    prefixes = [*site.getsitepackages(), site.getusersitepackages(), os.getcwd()]
-    for prefix in sorted(prefixes, key=len, reverse=True):
-        prefix = prefix.rstrip(os.sep) + os.sep
-        if path.startswith(prefix):
-            return path[len(prefix) :]
-    return path
-
-
-def _cell_number(path: str) -> int | None:
-    """The execution count IPython gave the cell compiled under ``path``."""
-    ip = sys.modules.get("IPython")
-    get = getattr(ip, "get_ipython", None) if ip is not None else None
-    shell = get() if get is not None else None
-    names = getattr(getattr(shell, "compile", None), "_filename_map", None)
-    if not names:
-        return None
-    if path not in names:
-        # torch shortens paths in some messages (``mp/ipykernel_1/2.py``)
-        if not path or path.startswith(("/", "<")):
-            return None
-        path = next((name for name in names if name.endswith(path)), "")
-        if not path:
-            return None
-    number = names[path]
-    return number if isinstance(number, int) and number > 0 else None
-
-
-def first_line(source: str, width: int = 30) -> str:
-    for line in source.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            return line if len(line) <= width else line[: width - 1] + "…"
-    return ""
 
 
 def _first_line(text: str) -> str:
@@ -930,6 +887,7 @@ def _is_library(path: str) -> bool:
     """A file of an installed package or of Python itself (not the user's)."""
     import os
     import site
+    import sys
 
     if not path or path.startswith("<"):
         return False  # a notebook cell or an exec'd string
@@ -1012,20 +970,5 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
         )
 
 
-def _fmt_s(s: float) -> str:
-    from .render import fmt_s
-
-    return fmt_s(s)
-
-
-def _plural(k: int, word: str) -> str:
-    return f"{k} {word}{'' if k == 1 else 's'}"
-
-
 def _where(filename: str, line: int | None) -> str:
-    if not filename:
-        return ""
-    loc = short_path(filename)
-    if not line:
-        return loc
-    return f"{loc}, line {line}" if loc.startswith("In [") else f"{loc}:{line}"
+    return place(short_path(filename), line) if filename else ""

@@ -28,22 +28,18 @@ from __future__ import annotations
 import contextlib
 import html
 import importlib
-import time
 from typing import Any, Iterator
 
 from .engine import (
     SKIP_GUARD_WARNING,
     CompiledRegionError,
     Engine,
-    Stance,
-    StanceError,
     TorchSupportError,
     get_engine,
-    make_stance,
     reset_note,
-    stance_text,
-    supported_stances,
 )
+from .render import summary_line
+from .stance import Stance, StanceError, make_stance, supported_stances
 
 try:
     import ipywidgets as widgets
@@ -148,10 +144,6 @@ def _backend_key(backend: Any) -> Any:
     return NO_BACKEND if backend is None else backend
 
 
-def _plural(k: int, word: str) -> str:
-    return f"{k} {word}{'' if k == 1 else 's'}"
-
-
 def used_compiled_code(rep: Any, previous: Any = None) -> bool:
     """Whether a watched cell is worth showing: it changed something (see
     :func:`stance_magic.plots.changed_something`) or ran compiled code."""
@@ -160,45 +152,6 @@ def used_compiled_code(rep: Any, previous: Any = None) -> bool:
     return bool(rep.cache_hits or getattr(rep, "compiled_calls", 0)) or changed_something(
         rep, previous
     )
-
-
-def summary_line(rep: Any, session: Stance | None = None) -> str:
-    """One line about a measured cell, for the live area's header.
-
-    Examples
-    --------
-    >>> from stance_magic.report import CellReport
-    >>> summary_line(CellReport(stance="default", index=3, wall_s=0.5, compile_s=0.4, compiles=1))
-    'cell 3 · default · 500.0 ms: 1 compile (400.0 ms), 0 cache hits'
-    """
-    from .render import cell_label, fmt_s
-
-    stance = stance_text(rep.stance, rep.skip_guard_eval_unsafe, rep.backend)
-    if session is not None and stance != str(session):
-        stance += f" (its own; session: {session})"
-    parts = []
-    if rep.compiles or rep.backward_compiles:
-        n = rep.compiles + rep.backward_compiles
-        parts.append(f"{_plural(n, 'compile')} ({fmt_s(rep.compile_s)})")
-    else:
-        parts.append("nothing compiled")
-    if rep.recompiles:
-        parts.append(_plural(len(rep.recompiles), "recompile"))
-    breaks = sum(g.count for g in rep.graph_break_details) or len(rep.graph_breaks)
-    if breaks:
-        parts.append(_plural(breaks, "graph break"))
-    if rep.eager_fallbacks:
-        parts.append(_plural(rep.eager_fallbacks, "eager fallback"))
-    if rep.refused_recompiles:
-        parts.append(_plural(rep.refused_recompiles, "refused recompile"))
-    eager = sum(getattr(rep, "eager_calls", {}).values())
-    if eager:
-        parts.append(f"{_plural(eager, 'call')} run eagerly")
-    parts.append(_plural(rep.cache_hits, "cache hit"))
-    line = f"{cell_label(rep)} · {stance} · {fmt_s(rep.wall_s)}: {', '.join(parts)}"
-    if rep.error:
-        line += f" · failed: {rep.error}"
-    return line
 
 
 def _held_back_by_a_cell(last_cell_end: float | None) -> bool:
@@ -264,8 +217,6 @@ class StancePanel(_Base):
         self._report_stale = False
         self._chart_stale = False
         self._chart_pending = False
-        self._last_cell_end: float | None = None
-        self._cell_depth = 0
         if shell is None:
             from IPython import get_ipython
 
@@ -488,18 +439,24 @@ class StancePanel(_Base):
             self._say(str(value))
 
     # The engine learns when cells run from the extension's hooks; a panel
-    # made without %load_ext tells it too (both calls are idempotent), so that
-    # a change handled while a cell runs waits for it.
+    # made without %load_ext tells it too, so that a change handled while a
+    # cell runs waits for it.
+    # The engine's one cell tracker counts a cell once however many front
+    # ends follow it.
     def _on_pre_run_cell(self, info: Any = None) -> None:
-        self._cell_depth += 1  # a cell can run cells: only the outermost counts
-        if self._cell_depth == 1:
-            self._engine.cell_started()
+        self._engine.cells.enter(info)
 
     def _on_post_run_cell(self, result: Any = None) -> None:
-        self._cell_depth = max(self._cell_depth - 1, 0)
-        if not self._cell_depth:
-            self._engine.cell_ended()
-            self._last_cell_end = time.time()
+        self._engine.cells.leave(result)
+
+    @property
+    def _last_cell_end(self) -> float | None:
+        """When the last cell ended (the engine's cell tracker says)."""
+        return self._engine.cells.last_end
+
+    @_last_cell_end.setter
+    def _last_cell_end(self, value: float | None) -> None:
+        self._engine.cells.last_end = value
 
     @contextlib.contextmanager
     def _quiet(self) -> Iterator[None]:
@@ -688,7 +645,9 @@ class StancePanel(_Base):
             return
         self._chart_stale = False
         try:
-            png = _history_png(self._engine)
+            from .plots import history_png
+
+            png = history_png(self._engine.history, cache_key=id(self._engine))
         except ImportError as err:
             self._chart.layout.display = "none"
             self._chart_note.value = (
@@ -709,27 +668,6 @@ class StancePanel(_Base):
             self._chart.value = png
         self._chart.layout.display = None
         self._chart_note.value = ""
-
-
-_CHART_CACHE: dict[str, Any] = {}
-
-
-def _history_png(engine: Engine) -> bytes | None:
-    """The history chart as PNG (None when no cell would be in it), drawn once
-    for the same cells however many panels ask."""
-    from .plots import history_capacity, history_cells
-
-    shown, total = history_cells(engine.history, history_capacity())
-    if not shown:
-        return None
-    key = (id(engine), total, tuple(id(r) for r in shown), len(engine.history))
-    if _CHART_CACHE.get("key") != key:
-        from .plots import figure_png, history_figure
-
-        _CHART_CACHE.clear()
-        png = figure_png(history_figure(engine.history, transparent=True))
-        _CHART_CACHE.update(key=key, png=png)
-    return _CHART_CACHE["png"]
 
 
 def panel(engine: Engine | None = None, shell: Any = None) -> StancePanel:

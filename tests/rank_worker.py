@@ -62,6 +62,15 @@ def main(out: Path) -> None:
         }
 
     sh.run_cell("%load_ext stance_magic")
+    # What the history's observers (an open panel) see when a report is
+    # published: it must already carry the combined view, or the rank note.
+    published: list[dict] = []
+
+    def on_report(event: str, value) -> None:
+        if event == "report":
+            published.append({"ranks": value.ranks is not None, "notes": list(value.notes)})
+
+    stance_magic.get_engine().observe(on_report)
     cell("no_group", "%%stance --ranks\npass")
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
     sh.user_ns.update(rank=rank, torch=torch, stance_magic=stance_magic)
@@ -108,6 +117,7 @@ def main(out: Path) -> None:
         for r in hist
     ]
     result["own_notes"] = [r.notes for r in stance_magic.history()]
+    result["published"] = published
     dist.barrier()
     dist.destroy_process_group()
     (out / f"rank{rank}.json").write_text(json.dumps(result, indent=1, default=str))

@@ -581,3 +581,33 @@ def test_a_change_from_another_thread_while_a_cell_runs_waits_for_the_cell(
     # ... and so was the reset: f compiles again.
     run(ip, "%%stance default -q\ny = f(x)")
     assert get_engine().history[-1].compiles == 1
+
+
+def test_an_open_panel_shows_compare_and_sweep_reports_complete(ip: Any, make_panel: Any) -> None:
+    # Published once, complete: the panel's copy of a --compare report has the
+    # compare figures, and each --sweep report its memory, as the cell's output does.
+    p = make_panel()
+    p.expand()
+    seen: list[str] = []
+
+    def at_publish(event: str, value: Any) -> None:
+        if event == "report":
+            seen.append(value._repr_html_())
+
+    get_engine().observe(at_publish)
+    try:
+        cap = run(ip, "%%stance default --compare --repeat 3 --no-plot\ny = f(x)")
+        rep = get_engine().history[-1]
+        for label in ("eager (steady)", "compiled (steady)", "speedup", "break-even"):
+            assert any(label in o.data.get("text/html", "") for o in cap.outputs), label
+            assert f"<th>{label}</th>" in p._report.value, label
+            assert f"<th>{label}</th>" in seen[-1], label
+        assert rep.speedup is not None and rep._repr_html_() in p._report.value
+        n = len(seen)
+        run(ip, "%%stance --sweep default,force_eager -m --no-plot\ny = f(x)")
+        assert len(seen) == n + 2
+        assert all("memory (cpu)" in h and "from a second run" in h for h in seen[n:])
+        assert "memory (cpu)" in p._report.value
+        assert get_engine().history[-1]._repr_html_() in p._report.value
+    finally:
+        get_engine().unobserve(at_publish)

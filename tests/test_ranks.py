@@ -192,6 +192,15 @@ def test_python_api_gathers_on_every_rank(torchrun):
     assert api1["view"] is None and api1["notes"][0].startswith("rank 1 of 2")
 
 
+def test_reports_are_published_once_with_the_combined_view(torchrun):
+    # plain, shapes, refused, breaks and the API call: five reports each
+    pub0, pub1 = torchrun[0]["published"], torchrun[1]["published"]
+    assert len(pub0) == len(pub1) == 5
+    assert [p["ranks"] for p in pub0] == [False, True, True, True, True]
+    assert not any(p["ranks"] for p in pub1)
+    assert all(any(n.startswith("rank 1 of 2") for n in p["notes"]) for p in pub1[1:])
+
+
 def test_no_collective_without_the_flag_in_a_process_group(torchrun):
     for r in (0, 1):
         for key in ("plain", "plain_line"):

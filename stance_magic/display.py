@@ -1,0 +1,64 @@
+"""Showing results in the front end: one ``display`` of text and HTML each.
+
+Every object the magics show goes out as one raw ``display`` of
+``text/plain`` and ``text/html`` (a terminal IPython shows the text, Jupyter
+the HTML), then its hints and, where the front end shows images, its chart.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+__all__ = ["can_show_images", "display_text", "notice", "show"]
+
+
+def display_text(text: str, html_text: str | None = None) -> None:
+    """Display ``text`` (and its HTML form) once, as raw data."""
+    from IPython.display import display
+
+    data = {"text/plain": text}
+    if html_text is not None:
+        data["text/html"] = html_text
+    display(data, raw=True)
+
+
+def notice(msg: str) -> None:
+    """A notice (not an error): displayed as text and HTML, so Jupyter does not
+    show it in the pink box of stderr; a terminal prints it on stdout."""
+    text = f"stance_magic: {msg}"
+    display_text(
+        text,
+        f'<div class="sm-notice" style="font-size:12px;color:#555;margin:2px 0">'
+        f"{html.escape(text)}</div>",
+    )
+
+
+def can_show_images() -> bool:
+    """False in a terminal IPython, whose display shows text only."""
+    from IPython import get_ipython
+
+    ip = get_ipython()
+    return ip is None or "image/png" in ip.display_formatter.active_types
+
+
+def show(obj: Any, plot: bool = True, hints: bool = True) -> None:
+    """Display a report (or compare/sweep result) as HTML + text, its hints
+    (unless ``hints`` is False) and its chart (if ``plot``)."""
+    display_text(str(obj), obj._repr_html_())
+    advice = getattr(obj, "advice", None) if hints else None
+    if advice:
+        lines = advice() if callable(advice) else advice
+        if lines:
+            from .render import advice_html
+
+            display_text("\n".join(f"hint: {a}" for a in lines), advice_html(lines))
+    # A report's chart only when something compiled: an empty bar helps no
+    # one and drawing it costs about 60 ms.
+    worth = getattr(obj, "compiled_anything", True)
+    if plot and worth and hasattr(obj, "figure") and can_show_images():
+        from .plots import show_figure
+
+        fig = obj.figure()
+        if fig is not None:
+            show_figure(fig, text=None)

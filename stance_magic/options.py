@@ -1,0 +1,436 @@
+"""The options of ``%stance`` / ``%%stance``, declared once, and what each form accepts.
+
+The options are IPython ``@argument`` declarations with their help, so
+``%stance?`` is generated from the parser (:func:`declare`); which options
+each form of the magic accepts is one table, :data:`ACCEPTS`, with
+:data:`RULES` for the mistakes that have a message of their own. Both are
+checked by :func:`validate_args` before anything runs, and a mistake is a
+one-line ``UsageError``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, kwds, magic_arguments
+
+__all__ = [
+    "ACCEPTS",
+    "ARGUMENTS",
+    "COMMANDS",
+    "FORMS",
+    "RULES",
+    "declare",
+    "finish_help",
+    "form_of",
+    "max_repeat",
+    "validate_args",
+]
+
+COMMANDS = ("watch", "history", "breaks", "reset", "panel")
+
+#: The forms of the magic: the cell magic, ``%stance [STANCE]`` (set or show
+#: the session stance), ``%stance [STANCE] --ranks``, and the line commands.
+FORMS = ("cell", "line", "ranks", *COMMANDS)
+
+#: The options each form accepts (argparse ``dest`` names; ``words`` is the
+#: stance or the command and its word, checked by :data:`RULES`).
+ACCEPTS: dict[str, frozenset[str]] = {
+    "cell": frozenset(
+        {
+            "skip_guard_eval_unsafe",
+            "backend",
+            "quiet",
+            "profile_guards",
+            "memory",
+            "compare",
+            "repeat",
+            "sweep",
+            "no_plot",
+            "ranks",
+            "full",
+        }
+    ),
+    "line": frozenset({"skip_guard_eval_unsafe", "backend", "quiet"}),
+    "ranks": frozenset({"skip_guard_eval_unsafe", "backend", "quiet", "ranks"}),
+    "watch": frozenset({"quiet"}),
+    "history": frozenset({"csv", "json", "plot", "no_plot", "quiet"}),
+    "breaks": frozenset({"quiet"}),
+    "reset": frozenset({"quiet"}),
+    "panel": frozenset({"quiet"}),
+}
+
+_LINE = frozenset(FORMS) - {"cell"}
+
+
+def max_repeat() -> int:
+    """The most runs per side ``--repeat`` accepts (``compare.MAX_REPEAT``)."""
+    from .compare import MAX_REPEAT
+
+    return MAX_REPEAT
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A mistake with a message of its own: ``broken(args)`` on one of ``forms``."""
+
+    forms: frozenset[str]
+    broken: Callable[[Any], Any]
+    message: str | Callable[[Any], str]
+
+    def check(self, form: str, args: Any) -> str | None:
+        if form not in self.forms or not self.broken(args):
+            return None
+        return self.message if isinstance(self.message, str) else self.message(args)
+
+
+def _rule(forms: Any, broken: Callable[[Any], Any], message: Any) -> Rule:
+    return Rule(frozenset({forms} if isinstance(forms, str) else forms), broken, message)
+
+
+#: Checked in order, before :data:`ACCEPTS`; the first that applies is the
+#: one-line UsageError.
+RULES: tuple[Rule, ...] = (
+    _rule(
+        _LINE,
+        lambda a: a.compare or a.sweep is not None or a.repeat is not None,
+        "--compare, --repeat and --sweep apply to a %%stance cell",
+    ),
+    _rule(_LINE, lambda a: a.full, "--full goes with a %%stance --ranks cell"),
+    _rule(
+        "ranks",
+        lambda a: a.words and a.words[0] in COMMANDS,
+        lambda a: f"--ranks does not go with %stance {a.words[0]}",
+    ),
+    _rule(
+        set(FORMS) - {"history"},
+        lambda a: a.csv or a.json or a.plot,
+        "--csv, --json and --plot go with %stance history",
+    ),
+    _rule(
+        "cell",
+        lambda a: a.words and a.words[0] in COMMANDS,
+        lambda a: f"%stance {a.words[0]} is a line magic; use it with one %",
+    ),
+    _rule(
+        {"line", "ranks"},
+        lambda a: len(a.words) > 1,
+        lambda a: f"%stance: unexpected word {a.words[1]!r} after the stance",
+    ),
+    _rule(
+        "cell",
+        lambda a: len(a.words) > 1,
+        lambda a: f"%%stance: unexpected word {a.words[1]!r} after the stance",
+    ),
+    _rule(
+        "watch",
+        lambda a: len(a.words) > 2 or (len(a.words) == 2 and a.words[1] not in ("on", "off")),
+        "usage: %stance watch on|off",
+    ),
+    _rule(
+        {"history", "breaks", "reset", "panel"},
+        lambda a: len(a.words) > 1,
+        lambda a: f"%stance {a.words[0]}: unexpected word {a.words[1]!r}",
+    ),
+    _rule("cell", lambda a: a.repeat is not None and not a.compare, "--repeat goes with --compare"),
+    _rule(
+        "cell",
+        lambda a: a.repeat is not None and a.repeat < 1,
+        "--repeat needs a count of 1 or more",
+    ),
+    _rule(
+        "cell",
+        lambda a: a.repeat is not None and a.repeat > max_repeat(),
+        lambda a: f"--repeat {a.repeat} is too many: at most {max_repeat():,} runs per side",
+    ),
+    _rule(
+        "cell",
+        lambda a: a.memory and a.compare and a.profile_guards,
+        "-m and -g do not go together with --compare: torch runs one profiler at a "
+        "time (measure memory and lookups in two cells)",
+    ),
+    _rule(
+        "cell",
+        lambda a: a.sweep is not None and (a.words or a.compare),
+        "--sweep runs every stance; give no STANCE and no --compare",
+    ),
+    _rule("cell", lambda a: a.full and not a.ranks, "--full goes with --ranks"),
+    _rule(
+        "cell",
+        lambda a: a.ranks and (a.compare or a.sweep is not None),
+        "--ranks goes with a plain %%stance cell, not --compare/--sweep",
+    ),
+    _rule(
+        "cell",
+        lambda a: a.sweep is not None and a.backend,
+        "-b does not go with --sweep (torch forces a backend only under "
+        "'default'); compare backends with one %%stance default -b NAME cell each",
+    ),
+)
+
+
+def form_of(args: Any, cell: bool) -> str:
+    """Which form of the magic a parsed line is (one of :data:`FORMS`)."""
+    if cell:
+        return "cell"
+    if args.ranks:
+        return "ranks"
+    if args.words and args.words[0] in COMMANDS:
+        return args.words[0]
+    return "line"
+
+
+def _form_name(form: str) -> str:
+    return {
+        "cell": "%%stance",
+        "line": "%stance STANCE",
+        "ranks": "%stance --ranks",
+    }.get(form, f"%stance {form}")
+
+
+def validate_args(args: Any, form: str, parser: Any) -> None:
+    """Raise the one-line UsageError for options ``form`` does not accept."""
+    for rule in RULES:
+        message = rule.check(form, args)
+        if message:
+            raise UsageError(message)
+    for action in parser._actions:
+        dest = action.dest
+        if dest == "words" or dest in ACCEPTS[form]:
+            continue
+        if getattr(args, dest) != action.default:
+            flag = action.option_strings[0]
+            where = [_form_name(f) for f in FORMS if dest in ACCEPTS[f]]
+            raise UsageError(f"{_form_name(form)} does not take {flag} (it goes with {where[0]})")
+
+
+def _h(text: str) -> str:
+    """An option's help as argparse wants it (a literal % doubled)."""
+    return text.replace("%", "%%")
+
+
+INTRO = """\
+Run a cell, or the session, under a torch.compile stance.
+
+The cell magic (%%stance, first line of its cell) runs the cell under
+STANCE (left out: the session stance); the stance before the cell is back
+afterwards, whether the cell succeeded, raised or was interrupted. After the
+cell a report shows what torch.compile did: wall and compile time (by phase),
+compiles (frames traced, graphs compiled, failures), recompiles with torch's
+reason, where, and the guard's source line, graph breaks with their file,
+line and source, cache hits/misses, the cost of the cache lookups (timed
+where they happen), eager fallbacks, refused recompiles with the guard that
+failed, and calls run eagerly; with -m, the memory torch allocated.
+
+Line magic::
+
+    %stance                     show the session stance
+    %stance STANCE [-u] [-b NAME]
+                                set the session stance for the cells that follow
+    %stance [STANCE] --ranks    in a torch.distributed process group, on every
+                                rank (%px): set STANCE, then rank 0 says in one
+                                line whether all ranks have the same session stance
+    %stance watch on|off        report every cell that compiled anything, and
+                                keep every cell that called torch.compile'd
+                                code (whatever the stance) in the history
+    %stance history [--csv PATH] [--json PATH] [--plot]
+                                one row per measured cell, the session so far;
+                                an export prints one line (the table is not
+                                shown again); the chart needs a front end
+                                that shows images (Jupyter)
+    %stance breaks              the session's graph breaks as a to-do list: by
+                                torch's graph-break type and your line, most
+                                costly first, with hints and documentation links
+    %stance reset               forget all compiled code (torch.compiler.reset())
+    %stance panel               a widget panel to toggle the stance
+
+STANCE is one of the stances the installed torch supports: default,
+force_eager, eager_on_recompile, fail_on_recompile, eager_then_compile,
+aot_eager_then_compile (as torch has them).
+"""
+
+EXAMPLES = """\
+Examples
+--------
+::
+
+    In [1]: %load_ext stance_magic
+
+    In [2]: %%stance eager_then_compile
+       ...: y = model(x)
+
+    In [3]: %stance force_eager
+    session stance: force_eager (was: default)
+
+    In [4]: %stance
+    session stance: force_eager (skip_guard_eval_unsafe=False, backend=None)
+
+    In [5]: %config StanceMagics.default_repeat = 10
+"""
+
+
+#: Every option, in the order ``%stance?`` lists them.
+ARGUMENTS = (
+    argument(
+        "words",
+        nargs="*",
+        metavar="STANCE",
+        help=_h(
+            "The stance (left out: the session stance); on a line, or one of the "
+            "commands watch on|off, history, breaks, reset, panel."
+        ),
+    ),
+    argument(
+        "-u",
+        "--skip-guard-eval-unsafe",
+        action="store_true",
+        help=_h(
+            "Run only the guards that tell cache entries apart: faster, and silently "
+            "wrong if a recompile was needed."
+        ),
+    ),
+    argument(
+        "-b",
+        "--backend",
+        default=None,
+        metavar="NAME",
+        help=_h(
+            "Force a backend (only with the default stance): a name from "
+            "torch._dynamo.list_backends() or a callable in your namespace."
+        ),
+    ),
+    argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help=_h(
+            "No report, no notice (--compare, --sweep), no message (a session stance "
+            "set, an export written)."
+        ),
+    ),
+    argument(
+        "-g",
+        "--profile-guards",
+        action="store_true",
+        help=_h(
+            "Measure every cache lookup with torch's profiler ('TorchDynamo Cache "
+            "Lookup' events) instead of timing the lookups of the called functions in situ: "
+            "it also times the lookups after graph breaks (resume functions), and slows the "
+            "rest of the cell while it runs."
+        ),
+    ),
+    argument(
+        "-m",
+        "--memory",
+        action="store_true",
+        help=_h(
+            "Measure the bytes torch allocates: the peak above what was live when the "
+            "cell started, and what it left at the end (CPU: torch's profiler memory events; "
+            "CUDA: the caching allocator's statistics). With --compare: eager, first "
+            "compiled and steady compiled peaks; with --sweep: each stance's first-run peak, "
+            "from extra runs so the times stay clean."
+        ),
+    ),
+    argument(
+        "--compare",
+        action="store_true",
+        help=_h(
+            "Run the cell under force_eager and under STANCE (side effects repeat) and "
+            "show the speedup and break-even run count."
+        ),
+    ),
+    argument(
+        "--repeat",
+        type=int,
+        default=None,
+        metavar="N",
+        help=_h(
+            "With --compare: run each N times (default 5, or StanceMagics.default_repeat: "
+            "the first run, and the rest for the steady state; at most 10,000)."
+        ),
+    ),
+    argument(
+        "--sweep",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="S1,S2,...",
+        help=_h(
+            "Run the cell once per stance (all supported ones if no list), each from "
+            "cold compiled caches."
+        ),
+    ),
+    argument(
+        "--no-plot",
+        action="store_true",
+        help=_h("Text and table only, no chart (StanceMagics.plot = False: for every cell)."),
+    ),
+    argument(
+        "--plot",
+        action="store_true",
+        help=_h("With %stance history: the chart of the session (a front end that shows images)."),
+    ),
+    argument(
+        "--csv", default=None, metavar="PATH", help=_h("With %stance history: write it as CSV.")
+    ),
+    argument(
+        "--json", default=None, metavar="PATH", help=_h("With %stance history: write it as JSON.")
+    ),
+    argument(
+        "--ranks",
+        action="store_true",
+        help=_h(
+            "Inside an initialized torch.distributed process group, run on every rank "
+            "(%%px on ipyparallel engines, or under torchrun): each rank sends rank 0 a "
+            "fixed-size summary of its report (dist.gather_object), and rank 0 shows one row "
+            "per rank and where the ranks diverged (compile or recompile counts, graph "
+            "breaks, stances, a fail_on_recompile refusal with its guard) and the slowest "
+            "compile; the other ranks show one line. Without a process group it is a "
+            "UsageError."
+        ),
+    ),
+    argument(
+        "--full",
+        action="store_true",
+        help=_h("With --ranks: gather every rank's whole report, shown under the combined view."),
+    ),
+)
+
+
+def declare(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Give the magic ``func`` its parser (``func.parser``) and its help: the
+    intro, then every option of :data:`ARGUMENTS` with its help, then the
+    examples (as ``@magic_arguments()`` over ``@argument`` lines does)."""
+    for arg in reversed(ARGUMENTS):
+        func = arg(func)
+    func = kwds(description=INTRO, epilog=EXAMPLES)(func)
+    return magic_arguments()(func)
+
+
+def config_help(cls: type) -> str:
+    """The settings of ``cls`` as ``%stance?`` lists them."""
+    out = [
+        "Settings",
+        "--------",
+        "%config StanceMagics.NAME = VALUE in a cell, or c.StanceMagics.NAME = VALUE in",
+        "ipython_config.py (before %load_ext); %config StanceMagics lists them::",
+        "",
+    ]
+    for name, trait in sorted(cls.class_traits(config=True).items()):
+        if name in ("config", "parent", "log"):
+            continue
+        kind = type(trait).__name__
+        out.append(f"    StanceMagics.{name} = {trait.default_value!r}   ({kind})")
+        out += textwrap.wrap(trait.help, 72, initial_indent=" " * 8, subsequent_indent=" " * 8)
+    return "\n".join(out)
+
+
+def finish_help(func: Any, cls: type) -> None:
+    """``%stance?``: the intro, every option from the parser, the settings
+    (the traits of ``cls``), the examples."""
+    parser = func.parser
+    parser.epilog = config_help(cls) + "\n\n" + EXAMPLES
+    func.__doc__ = parser.format_help()

@@ -1,0 +1,147 @@
+"""Small text helpers every view shares: durations, bytes, plurals, places.
+
+A leaf module: it imports nothing from stance_magic, so the report, the
+views (render, plots, ranks, the panel) and the advice can all use it
+without importing each other.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = [
+    "cell_label",
+    "first_line",
+    "fmt_bytes",
+    "fmt_s",
+    "place",
+    "plural",
+    "short_path",
+    "shorten",
+]
+
+
+def fmt_s(s: float | None) -> str:
+    """Seconds, readable: 1.23 s, 45.6 ms, 789 µs.
+
+    Examples
+    --------
+    >>> fmt_s(0.0456), fmt_s(None)
+    ('45.6 ms', 'n/a')
+    """
+    if s is None:
+        return "n/a"
+    a = abs(s)
+    if a >= 1:
+        return f"{s:.2f} s"
+    if a >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    if a >= 1e-6 or a == 0:
+        return f"{s * 1e6:.0f} µs" if a >= 1e-5 or a == 0 else f"{s * 1e6:.1f} µs"
+    return f"{s * 1e9:.0f} ns"
+
+
+def fmt_bytes(n: float | None, signed: bool = False) -> str:
+    """Bytes, readable (decimal units): 64.0 MB, 812 kB, 0 B.
+
+    Examples
+    --------
+    >>> fmt_bytes(64e6), fmt_bytes(-812e3, signed=True)
+    ('64.0 MB', '−812.0 kB')
+    """
+    if n is None:
+        return "n/a"
+    sign = ("+" if n > 0 else "−" if n < 0 else "") if signed else ("−" if n < 0 else "")
+    a = abs(n)
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if a >= scale:
+            return f"{sign}{a / scale:.1f} {unit}"
+    return f"{sign}{a:.0f} B"
+
+
+def plural(k: int, word: str) -> str:
+    """``1 lookup``, ``3 lookups``.
+
+    Examples
+    --------
+    >>> plural(1, "graph"), plural(2, "graph")
+    ('1 graph', '2 graphs')
+    """
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def shorten(text: str, width: int = 60) -> str:
+    """One line of at most ``width`` characters (full text stays in the export)."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def first_line(source: str, width: int = 30) -> str:
+    """The first line of code of a cell (comments skipped), cut to ``width``."""
+    for line in source.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            return line if len(line) <= width else line[: width - 1] + "…"
+    return ""
+
+
+def cell_label(rep: Any) -> str:
+    """How reports, charts and the panel name a measured cell: IPython's
+    ``In [7]`` when known, else its place in the history (``cell 3``)."""
+    number = getattr(rep, "execution_count", None)
+    if number:
+        return f"In [{number}]"
+    return f"cell {rep.index}" if getattr(rep, "index", 0) else ""
+
+
+def place(loc: str, line: int | None) -> str:
+    """A line in a file as a reader knows it: ``In [3], line 4`` in a
+    notebook cell, ``pkg/mod.py:4`` in a file (``loc`` as :func:`short_path`
+    writes it).
+
+    Examples
+    --------
+    >>> place("In [3]", 4), place("pkg/mod.py", 4), place("pkg/mod.py", None)
+    ('In [3], line 4', 'pkg/mod.py:4', 'pkg/mod.py')
+    """
+    if not line:
+        return loc
+    return f"{loc}, line {line}" if loc.startswith("In [") else f"{loc}:{line}"
+
+
+def short_path(path: str) -> str:
+    """A file path as a reader knows it: a notebook cell as ``In [N]``, a
+    library file without its site-packages (or current directory) prefix."""
+    import os
+    import site
+
+    cell = _cell_number(path)
+    if cell is not None:
+        return f"In [{cell}]"
+    prefixes = [*site.getsitepackages(), site.getusersitepackages(), os.getcwd()]
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        prefix = prefix.rstrip(os.sep) + os.sep
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return path
+
+
+def _cell_number(path: str) -> int | None:
+    """The execution count IPython gave the cell compiled under ``path``
+    (looked up in ``sys.modules``: this imports nothing)."""
+    ip = sys.modules.get("IPython")
+    get = getattr(ip, "get_ipython", None) if ip is not None else None
+    shell = get() if get is not None else None
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    if not names:
+        return None
+    if path not in names:
+        # torch shortens paths in some messages (``mp/ipykernel_1/2.py``)
+        if not path or path.startswith(("/", "<")):
+            return None
+        path = next((name for name in names if name.endswith(path)), "")
+        if not path:
+            return None
+    number = names[path]
+    return number if isinstance(number, int) and number > 0 else None
