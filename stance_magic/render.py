@@ -488,6 +488,11 @@ def summary_line(rep: Any, session: Any = None) -> str:
     if eager:
         parts.append(f"{_plural(eager, 'call')} run eagerly")
     parts.append(_plural(rep.cache_hits, "cache hit"))
+    for lim in getattr(rep, "recompile_limits", []):
+        parts.append(f"{lim.where.split(' (')[0]} at its recompile limit")
+    full = getattr(rep, "fullest", None)
+    if full is not None and full.left == 1 and not getattr(rep, "recompile_limits", None):
+        parts.append(f"{full.where.split(' (')[0]}: 1 recompile left")
     line = f"{cell_label(rep)} · {stance} · {fmt_s(rep.wall_s)}: {', '.join(parts)}"
     if rep.error:
         line += f" · failed: {rep.error}"

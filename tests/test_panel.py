@@ -611,3 +611,24 @@ def test_an_open_panel_shows_compare_and_sweep_reports_complete(ip: Any, make_pa
         assert get_engine().history[-1]._repr_html_() in p._report.value
     finally:
         get_engine().unobserve(at_publish)
+
+
+def test_the_summary_shows_frames_at_or_near_their_recompile_limit(
+    ip: Any, make_panel: Any
+) -> None:
+    import torch
+
+    p = make_panel()
+    old = torch._dynamo.config.recompile_limit
+    torch._dynamo.config.recompile_limit = 3
+    try:
+        run(
+            ip,
+            "import torch\nf = torch.compile(lambda x, n: x * n, backend='eager', dynamic=False)",
+        )
+        run(ip, "%%stance default -q\nfor n in (1, 2):\n    f(torch.ones(2), n)")
+        assert "<lambda>: 1 recompile left" in p._live.titles[0]
+        run(ip, "%%stance default -q\nfor n in (3, 4):\n    f(torch.ones(2), n)")
+        assert "<lambda> at its recompile limit" in p._live.titles[0]
+    finally:
+        torch._dynamo.config.recompile_limit = old
