@@ -20,11 +20,17 @@ import sys
 import threading
 import time
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-#: Oldest torch with ``torch.compiler.set_stance``.
-MIN_TORCH = (2, 6)
+#: Oldest torch stance_magic supports, and the oldest the matrix tests
+#: (``make test-matrix``): ``torch.compiler.set_stance`` came in 2.6, its six
+#: stances in 2.7, and ``set_guard_complete_hook`` (cache hits and misses,
+#: every lookup timed where it happens) in 2.8.
+MIN_TORCH = (2, 8)
+#: Newest torch release the matrix tests.
+TESTED_UP_TO = (2, 15)
 
 #: Stances and the first torch release that has them. Names that the
 #: installed torch documents beyond these are picked up too (see
@@ -74,10 +80,29 @@ def require_torch() -> None:
         import torch
 
         raise TorchSupportError(
-            f"stance_magic needs torch >= {_fmt(MIN_TORCH)} "
-            f"(torch.compiler.set_stance); this is torch {torch.__version__}"
+            f"stance_magic needs torch >= {_fmt(MIN_TORCH)} (for its guard-complete hook); "
+            f"this is torch {torch.__version__}: pip install 'torch>={_fmt(MIN_TORCH)}'"
         )
     _TORCH_CHECKED = True
+
+
+def torch_problem() -> str | None:
+    """One line saying why stance_magic cannot work with this torch, or None.
+
+    Examples
+    --------
+    >>> torch_problem() is None  # a supported torch
+    True
+    """
+    try:
+        import torch  # noqa: F401
+    except ImportError as err:
+        return f"stance_magic needs torch >= {_fmt(MIN_TORCH)}; torch cannot be imported ({err})"
+    try:
+        require_torch()
+    except TorchSupportError as err:
+        return str(err)
+    return None
 
 
 def _eval_frame() -> Any:
@@ -91,7 +116,8 @@ def _eval_frame() -> Any:
         if not hasattr(eval_frame, name):
             raise TorchSupportError(
                 f"torch._dynamo.eval_frame.{name} is missing in this torch "
-                f"({_torch_str()}); stance_magic supports torch {_fmt(MIN_TORCH)} to 2.14"
+                f"({_torch_str()}); stance_magic supports torch "
+                f"{_fmt(MIN_TORCH)} to {_fmt(TESTED_UP_TO)}"
             )
     _EVAL_FRAME = eval_frame
     return eval_frame
@@ -101,6 +127,82 @@ def _torch_str() -> str:
     import torch
 
     return torch.__version__
+
+
+# --------------------------------------------------------------------------
+# --- torch release differences ---
+# Every difference between the torch releases stance_magic supports is
+# handled here, each shim named for the releases it serves (the README's
+# "torch releases" table lists them). A new torch release should be a change
+# here and a row in that table.
+# --------------------------------------------------------------------------
+
+#: 2.8 and 2.9 call ``guard_manager_testing_hook_fn(guard_manager, local_scope)``;
+#: 2.10 added the guard builder (whose ``f_code`` names the compiled frame).
+#: A hook of the wrong arity raises inside Dynamo and breaks the user's
+#: compile, so the recorder's hook takes both forms.
+TESTING_HOOK_BUILDER_SINCE = (2, 10)
+
+#: The attribute that links a Dynamo callback to the callback or backend it
+#: wraps: ``_torchdynamo_orig_callable`` in 2.8, ``_torchdynamo_orig_backend``
+#: from 2.10 (where the former only links torch.compile's wrapper to the
+#: user's function); ``eval_frame.innermost_backend`` follows it from 2.13.
+#: Both are followed, newest first.
+BACKEND_LINKS = ("_torchdynamo_orig_backend", "_torchdynamo_orig_callable")
+
+
+def callback_ref(callback: Any) -> Callable[[], Any]:
+    """A weak reference to the callback torch runs a frame with (``ref()`` gives
+    it back, or None once torch dropped it).
+
+    torch 2.8 (2.10 links it; 2.9 not checked) builds a new callback for every call under
+    ``eager_then_compile`` / ``aot_eager_then_compile`` and tells cache entries
+    apart by its address: the cache hits only because the previous call's
+    callback is freed and its address reused. Holding it a moment longer
+    makes every call recompile, so the recorder never holds it.
+    """
+    try:
+        return weakref.ref(callback)
+    except TypeError:  # None, False, True: nothing to hold
+        return lambda: callback
+
+
+def innermost_backend(callback: Any) -> Any:
+    """The backend at the bottom of a Dynamo callback's wrapper chain.
+
+    torch 2.13+ has ``eval_frame.innermost_backend``; older releases link the
+    same chain through ``_torchdynamo_orig_callable`` (see
+    :data:`BACKEND_LINKS`), and their delayed-compile callback of
+    ``eager_then_compile`` / ``aot_eager_then_compile`` (``callback_fn``, 2.8
+    to 2.12) has no link at all: the callback it wraps is in its closure.
+    """
+    fn = callback
+    for _ in range(32):
+        nxt = None
+        for attr in BACKEND_LINKS:
+            nxt = getattr(fn, attr, None)
+            if nxt is not None:
+                break
+        if nxt is None:
+            nxt = _delayed_compile_callback_of(fn)
+        if nxt is None or not callable(nxt):
+            return fn
+        fn = nxt
+    return fn
+
+
+def _delayed_compile_callback_of(fn: Any) -> Any:
+    """torch 2.8-2.12: the callback closed over by ``_create_delayed_compile_callback``."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_name != "callback_fn" or "callback" not in code.co_freevars:
+        return None
+    if not code.co_filename.endswith(os.path.join("_dynamo", "eval_frame.py")):
+        return None
+    cell = fn.__closure__[code.co_freevars.index("callback")]
+    try:
+        return cell.cell_contents
+    except ValueError:  # pragma: no cover - an empty cell
+        return None
 
 
 # --------------------------------------------------------------------------
@@ -507,8 +609,9 @@ class _Activation:
         self.frame_id = frame_id
         self.t0 = t0
         self.stance = stance
-        #: what torch will run the frame with (names the backend)
-        self.callback = callback
+        #: what torch will run the frame with (names the backend), held weakly
+        #: (see callback_ref)
+        self.callback = callback_ref(callback)
         #: torch.compile's own callback for the function: one per compiled object
         self.key = key
         self.target: Any = None
@@ -773,7 +876,7 @@ class Recorder:
         if is_frame_compile(rec):
             info.example_calls = _example_calls(rec)
             if act is not None:
-                info.backend = backend_name(act.callback)
+                info.backend = backend_name(act.callback())
                 if not act.consumed and _is_direct(sys._getframe(1), act.frame_id):
                     # a cold compile of the called frame itself (no lookup
                     # before it: the cache was empty)
@@ -782,15 +885,18 @@ class Recorder:
                     info.during_eager_call = True
         self._info[id(rec)] = info
 
-    def _testing_hook(self, guard_manager: Any, local_scope: Any, builder: Any) -> None:
+    def _testing_hook(self, guard_manager: Any, local_scope: Any, *rest: Any) -> None:
+        # torch 2.8-2.9 pass (guard_manager, local_scope), 2.10+ add the
+        # builder (see TESTING_HOOK_BUILDER_SINCE): take either, pass on as given
         prev = self._prev_testing_hook
         if prev is not None:
-            prev(guard_manager, local_scope, builder)
+            prev(guard_manager, local_scope, *rest)
         if not self._threads or self._get_ident() not in self._threads:
             return
         try:
             from torch._guards import CompileContext
 
+            builder = rest[0] if rest else None
             mod = _module_in_scope(local_scope, getattr(builder, "f_code", None))
             if mod is not None:
                 cid = str(CompileContext.current_compile_id())
@@ -1094,10 +1200,7 @@ def backend_name(callback: Any) -> str | None:
     """The name of the backend a Dynamo callback compiles with."""
     if callback in (None, False, True):
         return None
-    try:
-        inner = _eval_frame().innermost_backend(callback)
-    except Exception:
-        inner = callback
+    inner = innermost_backend(callback)
     name = getattr(inner, "compiler_name", None)
     if isinstance(name, str) and not name.startswith("<"):
         return name
