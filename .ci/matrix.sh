@@ -70,7 +70,8 @@ for pair in "${pairs[@]}"; do
       "$venv/bin/python" -m pip install -q --upgrade pip &&
       PIP_CONSTRAINT="$pins" "$venv/bin/python" -m pip install -q "torch==$tv" &&
       PIP_CONSTRAINT="$pins" "$venv/bin/python" -m pip install -q -e "$repo[test]" &&
-      "$venv/bin/python" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+      "$venv/bin/python" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" &&
+      "$venv/bin/python" .ci/torch_facts.py
   } >"$log" 2>&1
   rc=$?
   t1=$(date +%s)

@@ -167,6 +167,29 @@ def callback_ref(callback: Any) -> Callable[[], Any]:
         return lambda: callback
 
 
+def inline_wrapped(frame: Any, owner: int) -> tuple[str, str, int | None] | None:
+    """What torch.compile's ``external_utils.wrap_inline`` wrapper (the
+    compiled frame ``inner``) calls, named as the report names a callable.
+
+    torch wraps a function it cannot see the source of (2.8 and 2.10 here:
+    ``inspect.getsourcefile`` is None, as for code ``exec``'d from a string);
+    its records then name ``inner`` in torch's own file. The wrapper is the
+    ``fn`` of the torch.compile call (the compile_wrapper frame ``owner``, up
+    from ``frame``), and it keeps the function as ``__wrapped__``.
+    """
+    f = frame
+    for _ in range(400):
+        if f is None:
+            return None
+        if id(f) == owner:
+            fn = getattr(f.f_locals.get("fn"), "__wrapped__", None)
+            if fn is None or _is_module(fn):
+                return None
+            return describe_callable(fn)
+        f = f.f_back
+    return None
+
+
 def innermost_backend(callback: Any) -> Any:
     """The backend at the bottom of a Dynamo callback's wrapper chain.
 
@@ -876,6 +899,8 @@ class Recorder:
         if is_frame_compile(rec):
             info.example_calls = _example_calls(rec)
             if act is not None:
+                if info.module is None and is_module_wrapper(rec):
+                    info.module = inline_wrapped(sys._getframe(1), act.frame_id)
                 info.backend = backend_name(act.callback())
                 if not act.consumed and _is_direct(sys._getframe(1), act.frame_id):
                     # a cold compile of the called frame itself (no lookup

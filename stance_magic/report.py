@@ -341,6 +341,9 @@ def _first_line(text: str) -> str:
 _USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<fn>\S+))?')
 
 
+_GUARD_POINTER = re.compile(r"(?P<file>.+?):(?P<line>\d+)(?P<rest>(?: in \S+)?)$")
+
+
 def split_recompile_reason(text: str) -> tuple[str, str]:
     """(reason, guard source) from a ``recompile_reason``.
 
@@ -363,7 +366,11 @@ def split_recompile_reason(text: str) -> tuple[str, str]:
         if m.group("fn"):
             where += f" in {m.group('fn')}"
     else:
+        # torch < 2.13 gives no user stack: only its own pointer, ``file:line in fn``
         where = parts[2] if len(parts) > 2 else ""
+        m = _GUARD_POINTER.match(where)
+        if m and _cell_number(m.group("file")) is not None:
+            where = f"{short_path(m.group('file'))}, line {m.group('line')}{m.group('rest')}"
     if code and where:
         return reason, f"{code} ({where})"
     return reason, code or where
