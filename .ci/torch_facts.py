@@ -14,7 +14,6 @@ import re
 import sys
 
 import torch
-import torch._dynamo.guards as guards
 import torch._dynamo.utils as utils
 from torch._C._dynamo import eval_frame as c_eval_frame
 from torch._dynamo import eval_frame
@@ -30,9 +29,7 @@ def main() -> None:
     try:
         from torch._logging._internal import log_registry
 
-        artifact = any(
-            q.endswith("__graph_breaks") for q in log_registry.get_artifact_log_qnames()
-        )
+        artifact = any(q.endswith("__graph_breaks") for q in log_registry.get_artifact_log_qnames())
     except ImportError:
         artifact = False
     fields = [f.name for f in dataclasses.fields(utils.CompilationMetrics)]

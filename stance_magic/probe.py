@@ -143,6 +143,22 @@ def _torch_str() -> str:
 #: compile, so the recorder's hook takes both forms.
 TESTING_HOOK_BUILDER_SINCE = (2, 10)
 
+#: From 2.10 a recompile reason ends each failed guard with torch's pointer to
+#: its source line (``  # return x * n  # file:line in fn``); 2.8 gives the
+#: guard alone, and the report then has no guard source.
+GUARD_SOURCE_SINCE = (2, 10)
+
+#: From 2.10 a ``fail_on_recompile`` refusal names the guards that failed;
+#: 2.8's error says only "Detected recompile", and the report names none.
+REFUSAL_GUARDS_SINCE = (2, 10)
+
+#: Up to this release torch's profiler also emits a ``TorchDynamo Cache
+#: Lookup`` event for frames with nothing compiled (the cold call itself and
+#: torch's own frames run by a fresh graph: 9 for one cold compile of a
+#: lambda in 2.8, none in 2.13): ``-g`` then counts and times those too, and
+#: the report says so.
+PROFILER_EMPTY_LOOKUPS_UNTIL = (2, 12)
+
 #: The attribute that links a Dynamo callback to the callback or backend it
 #: wraps: ``_torchdynamo_orig_callable`` in 2.8, ``_torchdynamo_orig_backend``
 #: from 2.10 (where the former only links torch.compile's wrapper to the

@@ -624,6 +624,12 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
             f"measured: {n} '{probe.CACHE_LOOKUP_EVENT}' profiler events (frame locals "
             "plus guards); the profiler slows the rest of the cell"
         )
+        if probe.torch_version() <= probe.PROFILER_EMPTY_LOOKUPS_UNTIL:
+            rep.guard_method += (
+                f"; torch {probe._torch_str()}'s profiler also reports lookups of frames "
+                "with nothing compiled (the first call, torch's own frames after a "
+                "compile), counted here too"
+            )
         return
     lookups = timed + untimed
     if not lookups:
