@@ -161,7 +161,7 @@ def test_gpt2_generation_every_figure_against_torch(sh, cache):
         assert rep.cache_hits + rep.cache_misses > 12
         assert rep.guard_lookups_timed + rep.guard_lookups_untimed == lookups
         assert (rep.guard_bound is None) == (rep.guard_lookups_untimed == 0)
-        assert rep.frames[0].name == "GPT2LMHeadModel.forward"
+        assert rep.frames[0].name.split(" ")[0] == "GPT2LMHeadModel.forward"
         return
     # every call is a cache lookup or a compile from an empty cache
     assert rep.cache_hits + rep.cache_misses == 12
