@@ -1333,7 +1333,9 @@ def _module_location(mod: Any) -> tuple[str, str, int | None]:
 def is_module_wrapper(rec: Any) -> bool:
     """torch.compile(module) compiles a wrapper frame around the module call."""
     filename = getattr(rec, "co_filename", None) or ""
-    return rec.co_name == "inner" and filename.endswith(("_dynamo/external_utils.py",))
+    return getattr(rec, "co_name", None) == "inner" and filename.endswith(
+        ("_dynamo/external_utils.py",)
+    )
 
 
 def record_phases(rec: Any) -> dict[str, float]:

@@ -421,22 +421,31 @@ def _refused_guards(error: BaseException | None) -> list[str]:
     return out
 
 
+def _failed(rec: Any) -> str | None:
+    """``fail_type: first line of fail_reason`` of a record whose compile failed."""
+    fail_type = getattr(rec, "fail_type", None)
+    if not fail_type:
+        return None
+    return f"{fail_type}: {_first_line(getattr(rec, 'fail_reason', None) or '')}".rstrip(": ")
+
+
 def _frame_name(rec: Any, info: Any) -> tuple[str, str, int | None]:
     """How the report names a compiled frame: the nn.Module's class for a
     module's forward (through torch's wrapper or a library's decorator too),
     a resume function by where its graph break was."""
-    name = rec.co_name or "(backward)"
-    filename, line = rec.co_filename or "", rec.co_firstlineno
+    co_name = getattr(rec, "co_name", None)
+    name = co_name or "(backward)"
+    filename, line = getattr(rec, "co_filename", None) or "", getattr(rec, "co_firstlineno", None)
     module = getattr(info, "module", None)
-    resumed = probe.resume_parts(rec.co_name)
+    resumed = probe.resume_parts(co_name)
     if resumed:
         fn, at = resumed
         return f"{fn} after the graph break at line {at}", filename, line
     if module is not None:
         mod_name, mod_file, mod_line = module
-        if rec.co_name == "forward" or probe.is_module_wrapper(rec):
+        if co_name == "forward" or probe.is_module_wrapper(rec):
             return mod_name, mod_file, mod_line
-        return f"{mod_name} (through {rec.co_name})", filename, line
+        return f"{mod_name} (through {co_name})", filename, line
     return name, filename, line
 
 
@@ -487,26 +496,22 @@ def build_report(
         graph = getattr(rec, "backend_compile_time_s", None) is not None or kind == "backward"
         if kind == "frame":
             acc = getattr(rec, "accumulated_cache_size", None)
-            if acc == 0 or (acc is None and not rec.recompile_reason):
+            if acc == 0 or (acc is None and not getattr(rec, "recompile_reason", None)):
                 cold += 1
             else:
                 recompiled += 1
         frames.append(
             FrameCompile(
-                compile_id=str(rec.compile_id),
+                compile_id=str(getattr(rec, "compile_id", "")),
                 kind=kind,
                 name=name,
                 filename=filename,
                 line=line,
                 seconds=probe.record_total_s(rec),
                 phases=phases,
-                guard_count=rec.guard_count,
-                recompile_reason=rec.recompile_reason,
-                failed=(
-                    f"{rec.fail_type}: {_first_line(rec.fail_reason or '')}".rstrip(": ")
-                    if rec.fail_type
-                    else None
-                ),
+                guard_count=getattr(rec, "guard_count", None),
+                recompile_reason=getattr(rec, "recompile_reason", None),
+                failed=_failed(rec),
                 backend=backend if graph else None,
                 graph=graph,
                 during_eager_call=bool(getattr(info, "during_eager_call", False)),

@@ -4,6 +4,7 @@ torch takes torch's own call, and an unsupported torch is refused in one line
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch._dynamo.guards as guards
 from IPython.core.interactiveshell import InteractiveShell
@@ -132,3 +133,37 @@ def test_load_ext_on_a_torch_too_old_says_so_in_one_line(monkeypatch):
         InteractiveShell.clear_instance()
     monkeypatch.undo()
     assert probe.torch_problem() is None
+
+
+def test_a_record_with_only_the_oldest_fields_still_makes_a_report():
+    """Records are read with defaults: a record carrying only what every
+    supported torch writes (and none of the newer fields) gives a report."""
+    import types
+
+    from stance_magic.engine import make_stance
+    from stance_magic.report import CellReport, build_report
+
+    rec = types.SimpleNamespace(
+        compile_id="0/0",
+        co_name="f",
+        co_filename="/tmp/f.py",
+        co_firstlineno=3,
+        entire_frame_compile_time_s=0.25,
+        backend_compile_time_s=0.05,
+    )
+    window = probe.Window(records=[rec], misses=1)
+    rep = build_report(
+        CellReport(),
+        window=window,
+        stance=make_stance("default", False, None),
+        wall_s=0.3,
+        error=None,
+        source="f(x)",
+        label=None,
+        index=1,
+    )
+    assert rep.compiles == 1 and rep.graphs == 1 and rep.recompiles == []
+    (frame,) = rep.frames
+    assert (frame.name, frame.line, frame.failed, frame.guard_count) == ("f", 3, None, None)
+    assert rep.compile_s == pytest.approx(0.25)
+    assert "f (/tmp/f.py:3)" in str(rep)
