@@ -137,19 +137,19 @@ def _torch_str() -> str:
 # here and a row in that table.
 # --------------------------------------------------------------------------
 
-#: 2.8 and 2.9 call ``guard_manager_testing_hook_fn(guard_manager, local_scope)``;
-#: 2.10 added the guard builder (whose ``f_code`` names the compiled frame).
+#: 2.8 calls ``guard_manager_testing_hook_fn(guard_manager, local_scope)``;
+#: 2.9 added the guard builder (whose ``f_code`` names the compiled frame).
 #: A hook of the wrong arity raises inside Dynamo and breaks the user's
 #: compile, so the recorder's hook takes both forms.
-TESTING_HOOK_BUILDER_SINCE = (2, 10)
+TESTING_HOOK_BUILDER_SINCE = (2, 9)
 
 #: From 2.10 a recompile reason ends each failed guard with torch's pointer to
 #: its source line (``  # return x * n  # file:line in fn``); 2.8 gives the
-#: guard alone, and the report then has no guard source.
+#: guard alone, and the report then has no guard source (2.9 not tested).
 GUARD_SOURCE_SINCE = (2, 10)
 
 #: From 2.10 a ``fail_on_recompile`` refusal names the guards that failed;
-#: 2.8's error says only "Detected recompile", and the report names none.
+#: 2.8's and 2.9's errors say only "Detected recompile", and the report names none.
 REFUSAL_GUARDS_SINCE = (2, 10)
 
 #: Up to this release torch's profiler also emits a ``TorchDynamo Cache
@@ -161,7 +161,7 @@ PROFILER_EMPTY_LOOKUPS_UNTIL = (2, 12)
 
 #: The attribute that links a Dynamo callback to the callback or backend it
 #: wraps: ``_torchdynamo_orig_callable`` in 2.8, ``_torchdynamo_orig_backend``
-#: from 2.10 (where the former only links torch.compile's wrapper to the
+#: from 2.9 (where the former only links torch.compile's wrapper to the
 #: user's function); ``eval_frame.innermost_backend`` follows it from 2.13.
 #: Both are followed, newest first.
 BACKEND_LINKS = ("_torchdynamo_orig_backend", "_torchdynamo_orig_callable")
@@ -171,11 +171,12 @@ def callback_ref(callback: Any) -> Callable[[], Any]:
     """A weak reference to the callback torch runs a frame with (``ref()`` gives
     it back, or None once torch dropped it).
 
-    torch 2.8 (2.10 links it; 2.9 not checked) builds a new callback for every call under
-    ``eager_then_compile`` / ``aot_eager_then_compile`` and tells cache entries
-    apart by its address: the cache hits only because the previous call's
-    callback is freed and its address reused. Holding it a moment longer
-    makes every call recompile, so the recorder never holds it.
+    torch 2.8 builds a new callback for every call under ``eager_then_compile``
+    / ``aot_eager_then_compile`` and tells cache entries apart by its
+    address: the cache hits only because the previous call's callback is
+    freed and its address reused. Holding it a moment longer makes every
+    call recompile, so the recorder never holds it (2.9 and later link each
+    new callback to the one torch.compile made, and are unaffected).
     """
     try:
         return weakref.ref(callback)
@@ -211,9 +212,9 @@ def innermost_backend(callback: Any) -> Any:
 
     torch 2.13+ has ``eval_frame.innermost_backend``; older releases link the
     same chain through ``_torchdynamo_orig_callable`` (see
-    :data:`BACKEND_LINKS`), and their delayed-compile callback of
-    ``eager_then_compile`` / ``aot_eager_then_compile`` (``callback_fn``, 2.8
-    to 2.12) has no link at all: the callback it wraps is in its closure.
+    :data:`BACKEND_LINKS`), and 2.8's delayed-compile callback of
+    ``eager_then_compile`` / ``aot_eager_then_compile`` (``callback_fn``) has
+    no link at all: the callback it wraps is in its closure.
     """
     fn = callback
     for _ in range(32):
@@ -231,7 +232,7 @@ def innermost_backend(callback: Any) -> Any:
 
 
 def _delayed_compile_callback_of(fn: Any) -> Any:
-    """torch 2.8-2.12: the callback closed over by ``_create_delayed_compile_callback``."""
+    """torch 2.8: the callback closed over by ``_create_delayed_compile_callback``."""
     code = getattr(fn, "__code__", None)
     if code is None or code.co_name != "callback_fn" or "callback" not in code.co_freevars:
         return None
@@ -927,7 +928,7 @@ class Recorder:
         self._info[id(rec)] = info
 
     def _testing_hook(self, guard_manager: Any, local_scope: Any, *rest: Any) -> None:
-        # torch 2.8-2.9 pass (guard_manager, local_scope), 2.10+ add the
+        # torch 2.8 passes (guard_manager, local_scope), 2.9+ add the
         # builder (see TESTING_HOOK_BUILDER_SINCE): take either, pass on as given
         prev = self._prev_testing_hook
         if prev is not None:

@@ -30,8 +30,8 @@ def test_installed_torch_is_in_the_declared_range():
 
 
 def test_testing_hook_takes_the_arguments_this_torch_passes():
-    """torch calls guard_manager_testing_hook_fn with 2 arguments (2.8, 2.9) or 3
-    (2.10+): the recorder's hook must take them and pass them on unchanged."""
+    """torch calls guard_manager_testing_hook_fn with 2 arguments (2.8) or 3
+    (2.9+): the recorder's hook must take them and pass them on unchanged."""
     seen: list[tuple] = []
     before = guards.guard_manager_testing_hook_fn
     guards.guard_manager_testing_hook_fn = lambda *args: seen.append(args)
