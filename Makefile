@@ -1,11 +1,12 @@
 # Quick start:   make tour   (set up, run the tour notebook headless, write build/tour.html)
 #                make test   (set up, lint, run the whole test suite)
+#                make test-matrix  (the truth-bearing tests on each torch x Python pair)
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stance_magic-setup
 
-.PHONY: setup tour test lint browser clean
+.PHONY: setup tour test test-matrix lint browser clean
 
 setup: $(STAMP)
 
@@ -34,6 +35,14 @@ test: setup lint browser
 	$(BIN)/python -m pytest -q tests notebooks --nbval-lax \
 		--nbval-sanitize-with notebooks/sanitize.cfg; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+# torch x Python pairs: the oldest supported torch on the oldest Python, releases in
+# between, the newest torch on the newest Pythons. Each pair: a fresh venv outside
+# the repository (MATRIX_DIR), torch from PyPI, the tests, the venv deleted.
+MATRIX_PAIRS ?= 2.8.0@3.10 2.10.0@3.11 2.12.1@3.11 2.14.1@3.11 2.15.0@3.12 2.15.0@3.13
+
+test-matrix:
+	MATRIX_PAIRS="$(MATRIX_PAIRS)" .ci/matrix.sh
 
 clean:
 	rm -rf $(VENV) build

@@ -136,7 +136,17 @@ def breaks() -> list[Any]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext stance_magic``: register the magics and cell hooks."""
+    """``%load_ext stance_magic``: register the magics and cell hooks.
+
+    On a torch older than stance_magic supports it prints one line saying
+    which torch is needed and registers nothing.
+    """
+    from .probe import torch_problem
+
+    problem = torch_problem()
+    if problem is not None:
+        print(problem)
+        return
     from ._extension import load
 
     load(ipython)

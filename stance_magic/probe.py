@@ -20,11 +20,17 @@ import sys
 import threading
 import time
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-#: Oldest torch with ``torch.compiler.set_stance``.
-MIN_TORCH = (2, 6)
+#: Oldest torch stance_magic supports, and the oldest the matrix tests
+#: (``make test-matrix``): ``torch.compiler.set_stance`` came in 2.6, its six
+#: stances in 2.7, and ``set_guard_complete_hook`` (cache hits and misses,
+#: every lookup timed where it happens) in 2.8.
+MIN_TORCH = (2, 8)
+#: Newest torch release the matrix tests.
+TESTED_UP_TO = (2, 15)
 
 #: Stances and the first torch release that has them. Names that the
 #: installed torch documents beyond these are picked up too (see
@@ -74,10 +80,29 @@ def require_torch() -> None:
         import torch
 
         raise TorchSupportError(
-            f"stance_magic needs torch >= {_fmt(MIN_TORCH)} "
-            f"(torch.compiler.set_stance); this is torch {torch.__version__}"
+            f"stance_magic needs torch >= {_fmt(MIN_TORCH)} (for its guard-complete hook); "
+            f"this is torch {torch.__version__}: pip install 'torch>={_fmt(MIN_TORCH)}'"
         )
     _TORCH_CHECKED = True
+
+
+def torch_problem() -> str | None:
+    """One line saying why stance_magic cannot work with this torch, or None.
+
+    Examples
+    --------
+    >>> torch_problem() is None  # a supported torch
+    True
+    """
+    try:
+        import torch  # noqa: F401
+    except ImportError as err:
+        return f"stance_magic needs torch >= {_fmt(MIN_TORCH)}; torch cannot be imported ({err})"
+    try:
+        require_torch()
+    except TorchSupportError as err:
+        return str(err)
+    return None
 
 
 def _eval_frame() -> Any:
@@ -91,7 +116,8 @@ def _eval_frame() -> Any:
         if not hasattr(eval_frame, name):
             raise TorchSupportError(
                 f"torch._dynamo.eval_frame.{name} is missing in this torch "
-                f"({_torch_str()}); stance_magic supports torch {_fmt(MIN_TORCH)} to 2.14"
+                f"({_torch_str()}); stance_magic supports torch "
+                f"{_fmt(MIN_TORCH)} to {_fmt(TESTED_UP_TO)}"
             )
     _EVAL_FRAME = eval_frame
     return eval_frame
@@ -101,6 +127,122 @@ def _torch_str() -> str:
     import torch
 
     return torch.__version__
+
+
+# --------------------------------------------------------------------------
+# --- torch release differences ---
+# Every difference between the torch releases stance_magic supports is
+# handled here, each shim named for the releases it serves (the README's
+# "torch releases" table lists them). A new torch release should be a change
+# here and a row in that table.
+# --------------------------------------------------------------------------
+
+#: 2.8 calls ``guard_manager_testing_hook_fn(guard_manager, local_scope)``;
+#: 2.9 added the guard builder (whose ``f_code`` names the compiled frame).
+#: A hook of the wrong arity raises inside Dynamo and breaks the user's
+#: compile, so the recorder's hook takes both forms.
+TESTING_HOOK_BUILDER_SINCE = (2, 9)
+
+#: From 2.10 a recompile reason ends each failed guard with torch's pointer to
+#: its source line (``  # return x * n  # file:line in fn``); 2.8 gives the
+#: guard alone, and the report then has no guard source (2.9 not tested).
+GUARD_SOURCE_SINCE = (2, 10)
+
+#: From 2.10 a ``fail_on_recompile`` refusal names the guards that failed;
+#: 2.8's and 2.9's errors say only "Detected recompile", and the report names none.
+REFUSAL_GUARDS_SINCE = (2, 10)
+
+#: Up to this release torch's profiler also emits a ``TorchDynamo Cache
+#: Lookup`` event for frames with nothing compiled (the cold call itself and
+#: torch's own frames run by a fresh graph: 9 for one cold compile of a
+#: lambda in 2.8, none in 2.13): ``-g`` then counts and times those too, and
+#: the report says so.
+PROFILER_EMPTY_LOOKUPS_UNTIL = (2, 12)
+
+#: The attribute that links a Dynamo callback to the callback or backend it
+#: wraps: ``_torchdynamo_orig_callable`` in 2.8, ``_torchdynamo_orig_backend``
+#: from 2.9 (where the former only links torch.compile's wrapper to the
+#: user's function); ``eval_frame.innermost_backend`` follows it from 2.13.
+#: Both are followed, newest first.
+BACKEND_LINKS = ("_torchdynamo_orig_backend", "_torchdynamo_orig_callable")
+
+
+def callback_ref(callback: Any) -> Callable[[], Any]:
+    """A weak reference to the callback torch runs a frame with (``ref()`` gives
+    it back, or None once torch dropped it).
+
+    torch 2.8 builds a new callback for every call under ``eager_then_compile``
+    / ``aot_eager_then_compile`` and tells cache entries apart by its
+    address: the cache hits only because the previous call's callback is
+    freed and its address reused. Holding it a moment longer makes every
+    call recompile, so the recorder never holds it (2.9 and later link each
+    new callback to the one torch.compile made, and are unaffected).
+    """
+    try:
+        return weakref.ref(callback)
+    except TypeError:  # None, False, True: nothing to hold
+        return lambda: callback
+
+
+def inline_wrapped(frame: Any, owner: int) -> tuple[str, str, int | None] | None:
+    """What torch.compile's ``external_utils.wrap_inline`` wrapper (the
+    compiled frame ``inner``) calls, named as the report names a callable.
+
+    torch wraps a function it cannot see the source of (2.8 and 2.10 here:
+    ``inspect.getsourcefile`` is None, as for code ``exec``'d from a string);
+    its records then name ``inner`` in torch's own file. The wrapper is the
+    ``fn`` of the torch.compile call (the compile_wrapper frame ``owner``, up
+    from ``frame``), and it keeps the function as ``__wrapped__``.
+    """
+    f = frame
+    for _ in range(400):
+        if f is None:
+            return None
+        if id(f) == owner:
+            fn = getattr(f.f_locals.get("fn"), "__wrapped__", None)
+            if fn is None or _is_module(fn):
+                return None
+            return describe_callable(fn)
+        f = f.f_back
+    return None
+
+
+def innermost_backend(callback: Any) -> Any:
+    """The backend at the bottom of a Dynamo callback's wrapper chain.
+
+    torch 2.13+ has ``eval_frame.innermost_backend``; older releases link the
+    same chain through ``_torchdynamo_orig_callable`` (see
+    :data:`BACKEND_LINKS`), and 2.8's delayed-compile callback of
+    ``eager_then_compile`` / ``aot_eager_then_compile`` (``callback_fn``) has
+    no link at all: the callback it wraps is in its closure.
+    """
+    fn = callback
+    for _ in range(32):
+        nxt = None
+        for attr in BACKEND_LINKS:
+            nxt = getattr(fn, attr, None)
+            if nxt is not None:
+                break
+        if nxt is None:
+            nxt = _delayed_compile_callback_of(fn)
+        if nxt is None or not callable(nxt):
+            return fn
+        fn = nxt
+    return fn
+
+
+def _delayed_compile_callback_of(fn: Any) -> Any:
+    """torch 2.8: the callback closed over by ``_create_delayed_compile_callback``."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_name != "callback_fn" or "callback" not in code.co_freevars:
+        return None
+    if not code.co_filename.endswith(os.path.join("_dynamo", "eval_frame.py")):
+        return None
+    cell = fn.__closure__[code.co_freevars.index("callback")]
+    try:
+        return cell.cell_contents
+    except ValueError:  # pragma: no cover - an empty cell
+        return None
 
 
 # --------------------------------------------------------------------------
@@ -610,8 +752,9 @@ class _Activation:
         self.frame_id = frame_id
         self.t0 = t0
         self.stance = stance
-        #: what torch will run the frame with (names the backend)
-        self.callback = callback
+        #: what torch will run the frame with (names the backend), held weakly
+        #: (see callback_ref)
+        self.callback = callback_ref(callback)
         #: torch.compile's own callback for the function: one per compiled object
         self.key = key
         self.target: Any = None
@@ -1074,7 +1217,9 @@ class Recorder:
         if is_frame_compile(rec):
             info.example_calls = _example_calls(rec)
             if act is not None:
-                info.backend = backend_name(act.callback)
+                if info.module is None and is_module_wrapper(rec):
+                    info.module = inline_wrapped(sys._getframe(1), act.frame_id)
+                info.backend = backend_name(act.callback())
                 owner = None if act.consumed else _direct_owner(sys._getframe(1), act.frame_id)
                 if owner is not None:
                     # a cold compile of the called frame itself (no lookup
@@ -1123,15 +1268,18 @@ class Recorder:
                 out.append(FrameBudget(_describe_frame(code, key), n, limit, name))
         return out
 
-    def _testing_hook(self, guard_manager: Any, local_scope: Any, builder: Any = None) -> None:
+    def _testing_hook(self, guard_manager: Any, local_scope: Any, *rest: Any) -> None:
+        # torch 2.8 passes (guard_manager, local_scope), 2.9+ add the
+        # builder (see TESTING_HOOK_BUILDER_SINCE): take either, pass on as given
         prev = self._prev_testing_hook
         if prev is not None:
-            prev(guard_manager, local_scope, builder)
+            prev(guard_manager, local_scope, *rest)
         if not self._threads or self._get_ident() not in self._threads:
             return
         try:
             from torch._guards import CompileContext
 
+            builder = rest[0] if rest else None
             mod = _module_in_scope(local_scope, getattr(builder, "f_code", None))
             if mod is not None:
                 cid = str(CompileContext.current_compile_id())
@@ -1461,10 +1609,7 @@ def backend_name(callback: Any) -> str | None:
     """The name of the backend a Dynamo callback compiles with."""
     if callback in (None, False, True):
         return None
-    try:
-        inner = _eval_frame().innermost_backend(callback)
-    except Exception:
-        inner = callback
+    inner = innermost_backend(callback)
     name = getattr(inner, "compiler_name", None)
     if isinstance(name, str) and not name.startswith("<"):
         return name
@@ -1627,7 +1772,9 @@ def _module_location(mod: Any) -> tuple[str, str, int | None]:
 def is_module_wrapper(rec: Any) -> bool:
     """torch.compile(module) compiles a wrapper frame around the module call."""
     filename = getattr(rec, "co_filename", None) or ""
-    return rec.co_name == "inner" and filename.endswith(("_dynamo/external_utils.py",))
+    return getattr(rec, "co_name", None) == "inner" and filename.endswith(
+        ("_dynamo/external_utils.py",)
+    )
 
 
 def record_phases(rec: Any, aot_autograd: bool | None = None) -> dict[str, float]:

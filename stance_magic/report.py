@@ -471,6 +471,9 @@ def _first_line(text: str) -> str:
 _USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<fn>\S+))?')
 
 
+_GUARD_POINTER = re.compile(r"(?P<file>.+?):(?P<line>\d+)(?P<rest>(?: in \S+)?)$")
+
+
 def split_recompile_reason(text: str) -> tuple[str, str]:
     """(reason, guard source) from a ``recompile_reason``.
 
@@ -493,7 +496,11 @@ def split_recompile_reason(text: str) -> tuple[str, str]:
         if m.group("fn"):
             where += f" in {m.group('fn')}"
     else:
+        # torch < 2.13 gives no user stack: only its own pointer, ``file:line in fn``
         where = parts[2] if len(parts) > 2 else ""
+        m = _GUARD_POINTER.match(where)
+        if m and short_path(m.group("file")).startswith("In ["):
+            where = f"{short_path(m.group('file'))}, line {m.group('line')}{m.group('rest')}"
     if code and where:
         return reason, f"{code} ({where})"
     return reason, code or where
@@ -544,24 +551,33 @@ def _refused_guards(error: BaseException | None) -> list[str]:
     return out
 
 
+def _failed(rec: Any) -> str | None:
+    """``fail_type: first line of fail_reason`` of a record whose compile failed."""
+    fail_type = getattr(rec, "fail_type", None)
+    if not fail_type:
+        return None
+    return f"{fail_type}: {_first_line(getattr(rec, 'fail_reason', None) or '')}".rstrip(": ")
+
+
 def _frame_name(rec: Any, info: Any) -> tuple[str, str, int | None]:
     """How the report names a compiled frame: the nn.Module's class for a
     module's forward (through torch's wrapper or a library's decorator too),
     a resume function by where its graph break was."""
-    if rec.co_name is None and getattr(info, "frame", None) is not None:
+    co_name = getattr(rec, "co_name", None)
+    if co_name is None and getattr(info, "frame", None) is not None:
         return info.frame  # torch wrote no code name (the recompile-limit attempt)
-    name = rec.co_name or "(backward)"
-    filename, line = rec.co_filename or "", rec.co_firstlineno
+    name = co_name or "(backward)"
+    filename, line = getattr(rec, "co_filename", None) or "", getattr(rec, "co_firstlineno", None)
     module = getattr(info, "module", None)
-    resumed = probe.resume_parts(rec.co_name)
+    resumed = probe.resume_parts(co_name)
     if resumed:
         fn, at = resumed
         return f"{fn} after the graph break at line {at}", filename, line
     if module is not None:
         mod_name, mod_file, mod_line = module
-        if rec.co_name == "forward" or probe.is_module_wrapper(rec):
+        if co_name == "forward" or probe.is_module_wrapper(rec):
             return mod_name, mod_file, mod_line
-        return f"{mod_name} (through {rec.co_name})", filename, line
+        return f"{mod_name} (through {co_name})", filename, line
     return name, filename, line
 
 
@@ -609,11 +625,7 @@ def build_report(
         ):
             backend = "aot_eager"  # torch compiles the first call under aot_eager
         graph = getattr(rec, "backend_compile_time_s", None) is not None or kind == "backward"
-        failed = (
-            f"{rec.fail_type}: {_first_line(rec.fail_reason or '')}".rstrip(": ")
-            if rec.fail_type
-            else None
-        )
+        failed = _failed(rec)
         exception = getattr(info, "exception", None)
         if failed is None and exception is not None:
             # torch wrote the record while an exception unwound the compile
@@ -623,19 +635,19 @@ def build_report(
             graph = graph and not exception
         if kind == "frame":
             acc = getattr(rec, "accumulated_cache_size", None)
-            if acc == 0 or (acc is None and not rec.recompile_reason):
+            if acc == 0 or (acc is None and not getattr(rec, "recompile_reason", None)):
                 cold += 1
         frames.append(
             FrameCompile(
-                compile_id=str(rec.compile_id),
+                compile_id=str(getattr(rec, "compile_id", "")),
                 kind=kind,
                 name=name,
                 filename=filename,
                 line=line,
                 seconds=probe.record_total_s(rec),
                 phases=phases,
-                guard_count=rec.guard_count,
-                recompile_reason=rec.recompile_reason,
+                guard_count=getattr(rec, "guard_count", None),
+                recompile_reason=getattr(rec, "recompile_reason", None),
                 failed=failed,
                 backend=backend if graph else None,
                 graph=graph,
@@ -669,7 +681,7 @@ def build_report(
     rep.failed_compiles = sum(1 for f in frames if f.failed)
     rep.recompile_details = []
     failures_by_id = {
-        str(rec.compile_id): window.info[id(rec)].guard_failures
+        str(getattr(rec, "compile_id", "")): window.info[id(rec)].guard_failures
         for rec in window.records
         if id(rec) in window.info and window.info[id(rec)].guard_failures
     }
@@ -765,7 +777,7 @@ def _dynamic_shapes(window: probe.Window, frames: list[FrameCompile]) -> list[Dy
         shapes = getattr(info, "shapes", None)
         if shapes is None:
             continue
-        cid = str(rec.compile_id)
+        cid = str(getattr(rec, "compile_id", ""))
         d = DynamicShapes(cid, where.get(cid, ""))
         d.inputs = [f"{_pretty_source(s)}: [{', '.join(dims)}]" for s, dims in shapes.inputs]
         d.symbols = [f"{sym} = {_pretty_source(src)}: {why}" for sym, src, why in shapes.symbols]
@@ -829,7 +841,7 @@ def _recompile_limits(window: probe.Window) -> list[RecompileLimit]:
         hit = getattr(info, "limit", None)
         if hit is not None:
             lim = entry(hit)
-            lim.compile_id = str(rec.compile_id)
+            lim.compile_id = str(getattr(rec, "compile_id", ""))
             if info.guard_failures and not lim.failures:
                 lim.failures = _guard_failures(info.guard_failures)
     for m in window.miss_events:
@@ -940,6 +952,12 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
             f"measured: {n} '{probe.CACHE_LOOKUP_EVENT}' profiler events (frame locals "
             "plus guards); the profiler slows the rest of the cell"
         )
+        if probe.torch_version() <= probe.PROFILER_EMPTY_LOOKUPS_UNTIL:
+            rep.guard_method += (
+                f"; torch {probe._torch_str()}'s profiler also reports lookups of frames "
+                "with nothing compiled (the first call, torch's own frames after a "
+                "compile), counted here too"
+            )
         return
     lookups = timed + untimed
     if not lookups:

@@ -103,6 +103,17 @@ def lookup_events():
         )
 
 
+def profiler_agrees(lookups: int, events: list[float]) -> bool:
+    """Our lookup count against the profiler's events of a block that compiles.
+
+    Up to torch probe.PROFILER_EMPTY_LOOKUPS_UNTIL the profiler also emits an
+    event for each frame with nothing compiled (the cold call, torch's own
+    frames run by a fresh graph), so it counts more there."""
+    if probe.torch_version() <= probe.PROFILER_EMPTY_LOOKUPS_UNTIL:
+        return len(events) >= lookups
+    return len(events) == lookups
+
+
 def records_between(t0_us: int, t1_us: int) -> list:
     return [r for r in get_compilation_metrics() if t0_us <= (r.start_time_us or 0) <= t1_us]
 
@@ -138,13 +149,25 @@ def test_gpt2_generation_every_figure_against_torch(sh, cache):
     assert len(rep.recompiles) == len(logs["recompiles"]) >= 1
     for r in rep.recompile_details:
         assert any(r.reason in msg for msg in logs["recompiles"]), r.reason
-    assert len(rep.graph_break_details) == len(logs["graph_breaks"]) == 0
+    # graph breaks = torch's graph_breaks log (none from 2.10; torch 2.8 breaks in
+    # transformers' cache code)
+    assert sum(g.count for g in rep.graph_break_details) == len(logs["graph_breaks"])
+    lookups = rep.cache_hits + rep.cache_misses - (rep.compiles - len(rep.recompiles))
+    assert profiler_agrees(lookups, events), (lookups, len(events))
+    if logs["graph_breaks"]:
+        # torch 2.8 breaks inside transformers' KV cache: resume functions and
+        # frames compiled on their own look up too; every lookup is counted
+        assert probe.torch_version() < (2, 10)
+        assert rep.cache_hits + rep.cache_misses > 12
+        assert rep.guard_lookups_timed + rep.guard_lookups_untimed == lookups
+        assert (rep.guard_bound is None) == (rep.guard_lookups_untimed == 0)
+        assert rep.frames[0].name.split(" ")[0] == "GPT2LMHeadModel.forward"
+        return
     # every call is a cache lookup or a compile from an empty cache
     assert rep.cache_hits + rep.cache_misses == 12
-    assert rep.cache_hits + rep.cache_misses - (rep.compiles - len(rep.recompiles)) == len(events)
     # the model is named, not transformers' decorator
     assert {f.name.split(" ")[0] for f in rep.frames} == {"GPT2LMHeadModel.forward"}
-    assert rep.guard_lookups_timed == len(events) and rep.guard_bound is None
+    assert rep.guard_lookups_timed == lookups and rep.guard_bound is None
 
 
 def _per_call(f, n: int) -> float:
@@ -337,14 +360,17 @@ def test_misses_that_compile_nothing_stay_in_their_cell(sh):
     refused = last(sh)
     assert not res.success and refused.refused_recompiles == 1
     # the guard that failed, in torch's words
-    assert any("size mismatch" in g for g in refused.refused_guards)
+    if probe.torch_version() >= probe.REFUSAL_GUARDS_SINCE:
+        assert any("size mismatch" in g for g in refused.refused_guards)
+    else:  # torch's refusal names no guard: the report names none either
+        assert refused.refused_guards == []
     sh.run_cell("g = torch.compile(lambda x: x + 1, backend='eager')")
     with lookup_events() as ev3:
         run(sh, "%%stance default -q\nfor n in (2, 2, 3):\n    g(torch.ones(n))")
     cold = last(sh)
     # 3 calls: 1 cold compile (no lookup), a hit, a miss that recompiled
     assert (cold.cache_hits, cold.cache_misses) == (1, 2)
-    assert cold.cache_hits + cold.cache_misses - 1 == len(ev3)
+    assert profiler_agrees(cold.cache_hits + cold.cache_misses - 1, ev3)
     # --sweep rows too
     run(
         sh, "%%stance --sweep default,eager_on_recompile -q\nfor n in (2, 3):\n    g(torch.ones(n))"
@@ -423,7 +449,10 @@ def test_recompile_reason_keeps_the_guard_source(sh):
     rep = last(sh)
     (rc,) = rep.recompile_details
     assert "n == 2" in rc.reason
-    assert rc.guard_source.startswith("return x * n") and "In [" in rc.guard_source
+    if probe.torch_version() >= probe.GUARD_SOURCE_SINCE:
+        assert rc.guard_source.startswith("return x * n") and "In [" in rc.guard_source
+    else:  # torch gives the guard without its source line
+        assert rc.guard_source == ""
     assert rep.frames[0].name == "Scale.forward"
 
 

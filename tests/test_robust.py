@@ -42,7 +42,11 @@ class CompilingThread:
     def start(self) -> CompilingThread:
         self.thread.start()
         assert self.inside.wait(WAIT_S), "the background thread never started compiling"
-        assert torch.compiler.is_compiling()  # process-wide: True in every thread
+        # torch 2.13+ set is_compiling() process-wide while any thread compiles
+        # (torch.compiler._compile_session_context): True in this thread too;
+        # older releases leave it False outside the compiling thread
+        process_wide = hasattr(torch.compiler, "_compile_session_context")
+        assert torch.compiler.is_compiling() is process_wide
         return self
 
     def finish(self) -> None:
