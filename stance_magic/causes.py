@@ -176,6 +176,19 @@ def identify(guard: str, defined: dict[str, tuple[str, str, str]] | None = None)
             "compile one function per mode",
             text,
         )
+    if kind == "value" and guarded_name(body)[1] and "." in guarded_name(body)[0]:
+        name = guarded_name(body)[0]
+        owner, _, attr = name.partition(".")
+        value = VALUE.match(body).group("value")  # type: ignore[union-attr]
+        return Cause(
+            "attribute",
+            name,
+            f"the attribute `{attr}` of `{owner}` changed (the entry has {name} == {value}; "
+            "a config object read inside the function)",
+            "compiled code read it as a constant: set it before compiling, or pass the "
+            "value as an argument",
+            text,
+        )
     if kind == "value":
         name, is_global = guarded_name(body)
         value = (VALUE.match(body) or FLAG.match(body)).group("value")  # type: ignore[union-attr]

@@ -1097,6 +1097,12 @@ class Recorder:
             return
         if miss.stance == "force_eager":
             return
+        if miss.stance == "fail_on_recompile" and torch_version() < REFUSAL_GUARDS_SINCE:
+            # before 2.10 fail_on_recompile's callback raises without listing
+            # the guards (so no reasons call marked it): a miss it did not
+            # compile is its refusal
+            miss.outcome = MISS_REFUSED
+            return
         code = self._code_of(miss.key)
         limit = self._limits.get(code) if code is not None else None
         if limit is not None:
@@ -1859,7 +1865,8 @@ def _limit_from_record(rec: Any, frame_of: Any) -> LimitHit | None:
     """The recompile limit a failed record says it hit, read from torch's text
     (when the limit check itself was not seen)."""
     reason = getattr(rec, "fail_reason", None) or ""
-    if "recompile limit" not in reason and "cache_size_limit" not in reason:
+    # 2.13: "Dynamo recompile limit exceeded …"; 2.8: "recompile_limit reached"
+    if not any(k in reason.lower() for k in ("recompile limit", "recompile_limit", "cache_size")):
         return None
     m = _LIMIT_TEXT.search(reason)
     name = m.group("name") if m else recompile_limit_name()

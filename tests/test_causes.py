@@ -270,14 +270,18 @@ def test_graph_break_todo_list_against_torch_logs_and_registry(sh):
     assert sum(g.count for g in rep.graph_break_details) == len(logged) == 2
     by_source = {g.source: g for g in rep.graph_break_details}
     printing, branching = by_source['print("y:", y.shape)'], by_source["if y.sum() > 0:"]
+    assert printing.gb_id == "GB0059"  # in every registry from 2.8 on
     for g in (printing, branching):
+        if not g.gb_id:
+            continue  # a break this torch's registry does not list (2.8's branching)
         entry = registry[g.gb_id]  # torch's registry knows the id we read
         assert entry[0]["Gb_type"] == g.gb_type
-        assert g.url.endswith(f"/gb/{g.gb_id.lower()}.html")
-        assert any(g.url in m for m in logged)
+        if any("/gb/gb" in m for m in logged):  # torch links its documentation (2.10+)
+            assert g.url.endswith(f"/gb/{g.gb_id.lower()}.html")
+            assert any(g.url in m for m in logged)
         assert g.hints and all(any(h in m for m in logged) for h in g.hints)
     assert printing.gb_type == "Failed to trace builtin operator"
-    assert branching.gb_type == "Data-dependent branching"
+    assert branching.summary.startswith("Data-dependent branching")
     # cost: the resume functions torch compiled after each break (its records)
     tail = f"graph break at line {branching.line}"
     after = [f for f in rep.frames if f.name.endswith(tail)]
@@ -287,6 +291,8 @@ def test_graph_break_todo_list_against_torch_logs_and_registry(sh):
     assert costs == sorted(costs, reverse=True)  # most costly first
     text = str(rep)
     assert printing.url in text and "hint:" in text
+    if not printing.url:
+        return  # no documentation links in this torch: the rest needs them
     # the session-wide list: both cells' breaks, grouped, counted
     sh.run_cell("torch.compiler.reset()")  # compiled anew: torch breaks (and logs) again
     run(sh, "%%stance default -q\nchatty(torch.randn(2, 4))")
@@ -400,7 +406,7 @@ def test_eager_then_compile_inferred_dimension(sh, shape_log):
         "%%stance eager_then_compile -q\nfor n in (2, 7, 9):\n    k(torch.ones(n, 3))",
     )
     rep = last(sh)
-    (d,) = rep.dynamic_shapes
+    d = rep.dynamic_shapes[-1]  # torch 2.8 also compiles the first call's frame
     created = shape_log.created()
     (line,) = d.symbols
     assert created[line.split(" ", 1)[0]] == "L['x'].size()[0]"

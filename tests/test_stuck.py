@@ -19,6 +19,9 @@ import torch
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 from torch._dynamo.utils import get_compilation_metrics
 
+from stance_magic import probe
+from stance_magic.probe import torch_version
+
 from conftest import html_outputs, last, run, text_outputs
 
 COUNTING_BACKEND = """
@@ -97,7 +100,9 @@ def test_recompile_limit_is_reported_with_every_eager_call(counting, limit_two):
     # torch's records: two compiles and one refused attempt without a code name
     recs = get_compilation_metrics()[-3:]
     assert [r.co_name for r in recs] == ["scale", "scale", None]
-    assert recs[-1].fail_type == "Unsupported" and "recompile limit" in recs[-1].fail_reason
+    # torch 2.13: Unsupported; 2.8: RecompileLimitExceeded
+    assert recs[-1].fail_type in ("Unsupported", "RecompileLimitExceeded")
+    assert "recompile" in recs[-1].fail_reason.lower() and "limit" in recs[-1].fail_reason
     assert rep.graphs == 2
     assert rep.compiles == 3 and rep.failed_compiles == 1
     assert len(rep.recompiles) == 2  # 0/0: n == 1 and 0/1: n == 2, as torch logged
@@ -195,6 +200,9 @@ def test_fail_on_recompile_decorator_inside_the_cell_counts_refusals(sh):
     assert "fail_on_recompile" in torch_message
     rep = last(sh)
     assert rep.refused_recompiles == 1
+    if torch_version() < probe.REFUSAL_GUARDS_SINCE:
+        assert rep.refused_guards == []  # torch 2.8-2.9 name no guard
+        return
     (guard,) = rep.refused_guards
     assert "size mismatch at index 0. expected 3, actual 7" in guard
     assert guard.split(": ", 1)[1] in torch_message
