@@ -20,6 +20,7 @@ __all__ = [
     "RankReport",
     "Stance",
     "StanceError",
+    "bundle",
     "current_stance",
     "history",
     "load_ipython_extension",
@@ -39,6 +40,7 @@ _LAZY = {
     "CellReport": "report",
     "RankReport": "ranks",
     "panel": "widget",
+    "bundle": "share",
 }
 
 
@@ -66,6 +68,8 @@ def measure(
     memory: bool = False,
     profile_guards: bool = False,
     gather: bool | str = False,
+    trace: str | None = None,
+    timeline: str | None = None,
 ) -> Any:
     """Run a block under a stance and measure what torch.compile did.
 
@@ -73,7 +77,11 @@ def measure(
     block ends and added to :func:`history`. ``stance=None`` means the
     session stance. ``memory=True`` also measures the bytes torch allocates
     (``%%stance -m``); ``profile_guards=True`` times every cache lookup with
-    torch's profiler (``-g``).
+    torch's profiler (``-g``). ``trace=DIR`` writes the block's structured
+    trace (what ``TORCH_TRACE`` writes) to a file in DIR and runs ``tlparse``
+    on it when installed (``rep.trace_file``, ``rep.tlparse_index``);
+    ``timeline=FILE`` writes a Chrome-trace/Perfetto JSON of the block
+    (``rep.timeline_file``); :func:`bundle` zips a report for a bug report.
 
     ``gather=True`` (inside an initialized ``torch.distributed`` process
     group, on every rank) sends each rank's summary to rank 0 when the block
@@ -95,7 +103,18 @@ def measure(
 
     engine = get_engine()
     st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
-    measuring = engine.measure(st, label=label, memory=memory, profile_guards=profile_guards)
+    if trace is not None or timeline is not None:
+        from .share import check_options
+
+        check_options(trace, timeline)
+    measuring = engine.measure(
+        st,
+        label=label,
+        memory=memory,
+        profile_guards=profile_guards,
+        trace=trace,
+        timeline=timeline,
+    )
     if gather:
         from .ranks import gathered
 

@@ -26,7 +26,7 @@ from .engine import (
     supported_stances,
 )
 
-COMMANDS = ("watch", "history", "reset", "panel")
+COMMANDS = ("watch", "history", "reset", "panel", "bundle")
 
 
 def _parser() -> MagicArgumentParser:
@@ -46,6 +46,8 @@ def _parser() -> MagicArgumentParser:
     p.add_argument("--json", default=None)
     p.add_argument("--ranks", action="store_true")
     p.add_argument("--full", action="store_true")
+    p.add_argument("--trace", default=None)  # issue 21: stance_magic.share
+    p.add_argument("--timeline", default=None)
     return p
 
 
@@ -145,6 +147,9 @@ class StanceMagics(Magics):
                                         shown again); the chart needs a front end
                                         that shows images (Jupyter)
             %stance reset               forget all compiled code (torch.compiler.reset())
+            %stance bundle PATH.zip     zip the last measured cell for a bug report: its
+                                        source, report, versions, stance and changed
+                                        dynamo config, its trace and tlparse output
             %stance panel               a widget panel to toggle the stance
 
         Options
@@ -183,6 +188,14 @@ class StanceMagics(Magics):
             statistics). With --compare: eager, first compiled and steady
             compiled peaks; with --sweep: each stance's first-run peak, from
             extra runs so the times stay clean.
+        --trace DIR
+            Write torch's structured trace (what TORCH_TRACE writes) of this
+            cell alone to a file in DIR; with tlparse installed, run it and
+            link its index.html. A TORCH_TRACE of the process is left alone.
+        --timeline FILE.json
+            Write the cell as a Chrome-trace/Perfetto timeline (compiles and
+            their phases, cache lookups, graph breaks, runs of compiled
+            code); turns torch's profiler on for the cell.
         --no-plot
             Text and table only, no chart.
         --ranks
@@ -237,6 +250,8 @@ class StanceMagics(Magics):
             raise UsageError("--compare, --repeat and --sweep apply to a %%stance cell")
         if args.full:
             raise UsageError("--full goes with a %%stance --ranks cell")
+        if args.trace is not None or args.timeline is not None:
+            raise UsageError("--trace and --timeline go with a %%stance cell")
         if args.ranks:
             return self._line_ranks(args)
         if words and words[0] in COMMANDS:
@@ -365,6 +380,13 @@ class StanceMagics(Magics):
         if not args.quiet:
             print(reset_note(self.engine.session))
 
+    def _cmd_bundle(self, args: Any, rest: list[str]) -> None:
+        from .share import bundle_command
+
+        line = bundle_command(rest, self.engine)
+        if not args.quiet:
+            print(line)
+
     def _cmd_panel(self, args: Any, rest: list[str]) -> Any:
         if rest:
             raise UsageError(f"%stance panel: unexpected word {rest[0]!r}")
@@ -430,6 +452,10 @@ class StanceMagics(Magics):
                 ns,
                 base=self.engine.session,
             )
+        if args.trace is not None or args.timeline is not None:
+            from .share import check_cell_options
+
+            check_cell_options(args.trace, args.timeline, args)
         number = _cell_number(self.shell)
         run = self._compile_cell(cell, number)
         if stance is not None:
@@ -468,7 +494,12 @@ class StanceMagics(Magics):
                 self._pending.append((result, not args.no_plot))
             return result.value
         measuring = self.engine.measure(
-            stance, source=cell, profile_guards=args.profile_guards, memory=args.memory
+            stance,
+            source=cell,
+            profile_guards=args.profile_guards,
+            memory=args.memory,
+            trace=args.trace,
+            timeline=args.timeline,
         )
         if args.ranks:
             return self._cell_ranks(args, measuring, number, run)
@@ -551,7 +582,7 @@ class StanceMagics(Magics):
         m = None
         raw = (getattr(info, "raw_cell", "") or "").lstrip()
         # a %%stance cell measures (and reports) itself
-        if self.engine.watch and not raw.startswith("%%stance"):
+        if (self.engine.watch or self.engine.trace_next) and not raw.startswith("%%stance"):
             # kept in the history only if the cell involved torch.compile (below)
             m = self.engine.start_measure(source=raw, record=False)
         self._watch_stack.append(m)
@@ -574,7 +605,7 @@ class StanceMagics(Magics):
             rep = m.finish(err)
             if _compile_was_involved(rep):
                 self.engine.add_report(rep)
-            if rep.compiled_anything or rep.cache_misses:
+            if rep.compiled_anything or rep.cache_misses or rep.trace_file:
                 self._pending.append((rep, False))
         if not self._watch_stack:  # the outermost cell has ended
             note = self.engine.end_of_cell()

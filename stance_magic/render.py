@@ -7,6 +7,7 @@ from typing import Any, Iterable, Sequence
 
 from .engine import stance_text
 from .report import PHASE_LABELS, PHASES, CellReport, first_line
+from .share import share_html, share_text
 
 
 def fmt_s(s: float | None) -> str:
@@ -163,6 +164,7 @@ def report_text(rep: CellReport) -> str:
             out.append(f"  {'':<{width}}    … {_more(len(details) - MAX_DETAILS)}")
     for note in _notes(rep):
         out.append(f"  note: {note}")
+    out.extend(share_text(rep))
     return "\n".join(out)
 
 
@@ -202,6 +204,7 @@ def report_html(rep: CellReport) -> str:
     return (
         f'{CSS}<table class="sm-report"><caption>{e(title)}</caption>'
         + "".join(rows)
+        + share_html(rep)
         + notes
         + "</table>"
     )
