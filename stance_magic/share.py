@@ -717,7 +717,8 @@ def bundle(
     files["README.txt"] = (
         "stance_magic bundle: what a torch.compile bug report needs about one cell.\n"
         f"{contents}.\nPaths are shortened (site-packages/, In [N], ., ~); no tensor and no "
-        "environment variable is included.\n\nFiles:\n" + "".join(f"  {n}\n" for n in sorted(files))
+        "environment variable is included.\n\nFiles:\n"
+        + "".join(f"  {n}\n" for n in sorted([*files, "README.txt"]))
     )
     fd, tmpzip = tempfile.mkstemp(prefix=f".{real.name}.", dir=real.parent)
     os.close(fd)
