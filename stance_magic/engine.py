@@ -273,7 +273,9 @@ class Engine:
     Exception))`` when torch refused to take the stance from before the block
     back: that stance stays the session stance and is applied again by
     :meth:`retry_restore` (the magics call it before every cell), and
-    ``("note", str)`` from :meth:`announce`.
+    ``("note", str)`` from :meth:`announce`, ``("trace_next", str | None)``
+    from :meth:`set_trace_next` and ``("traced", str)`` when a measurement
+    took that directory.
     """
 
     def __init__(self) -> None:
@@ -294,7 +296,7 @@ class Engine:
         #: measurements not finished yet, oldest first
         self._open_measures: list[Measurement] = []
         #: a directory: the next measured cell is traced there (the panel's
-        #: "trace next cell"), then this is cleared (a ``("trace_next", None)`` event)
+        #: "trace next cell"), then this is cleared (a ``("traced", directory)`` event)
         self.trace_next: str | None = None
 
     # -- observers ---------------------------------------------------------
@@ -586,7 +588,7 @@ class Engine:
         sharing = None
         if trace is None and self.trace_next is not None:
             trace, self.trace_next = self.trace_next, None
-            self._emit("trace_next", None)
+            self._emit("traced", trace)
         if trace is not None or timeline is not None:
             from .share import Sharing
 
@@ -619,6 +621,13 @@ class Engine:
     def _reset_now(self) -> None:
         probe.reset_compiled_code()
         self._emit("reset", None)
+
+    def set_trace_next(self, directory: str | None) -> None:
+        """Trace the next measured cell into ``directory`` (None: do not);
+        observers get a ``("trace_next", directory)`` event."""
+        if directory != self.trace_next:
+            self.trace_next = directory
+            self._emit("trace_next", directory)
 
     def set_watch(self, on: bool) -> None:
         if on != self.watch:

@@ -43,6 +43,9 @@ __all__ = [
     "timeline_events",
 ]
 
+#: where the panel's "trace next cell" writes (relative: the notebook's folder)
+PANEL_TRACE_DIR = "stance_traces"
+
 #: tlparse is given this long for one cell's trace
 TLPARSE_TIMEOUT_S = 300
 

@@ -362,3 +362,43 @@ def test_shorten_paths_as_the_report_does(tmp_path, monkeypatch):
     assert "site-packages/torch/_dynamo/eval_frame.py" in out
     assert "./nb/x.py" in out and "<venv>/bin/python" in out
     assert home not in out and sp not in out and str(tmp_path) not in out
+
+
+# --------------------------------------------------------------------------
+# the panel's "trace next cell"
+# --------------------------------------------------------------------------
+
+
+@needs_tlparse
+def test_panel_traces_the_next_cell_only(sh, tmp_path, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    import stance_magic
+    from stance_magic.engine import get_engine
+
+    monkeypatch.chdir(tmp_path)
+    run(sh, "f = torch.compile(lambda x: x.sin() + 1, backend='eager')\nx = torch.ones(3)")
+    p = stance_magic.panel()
+    try:
+        p._trace_next.value = True
+        assert get_engine().trace_next == share.PANEL_TRACE_DIR
+        assert "next cell that runs is traced" in p._message.value
+        other = stance_magic.panel()  # a second panel follows the engine
+        assert other._trace_next.value is True
+        res, cap = run(sh, "y = f(x)")  # a plain cell, not %%stance, watch off
+        assert res.success, res.error_in_exec
+        rep = last(sh)
+        assert rep.trace_file and Path(rep.trace_file).parent == tmp_path / "stance_traces"
+        assert rep.trace_compile_ids == [f.compile_id for f in rep.frames] == ["0/0"]
+        assert rep.tlparse_index and "tlparse" in "".join(html_outputs(cap))
+        assert p._trace_next.value is False and other._trace_next.value is False
+        assert get_engine().trace_next is None
+        n = len(stance_magic.history())
+        run(sh, "y = f(torch.ones(4))")  # the cell after: not traced, not measured
+        assert len(stance_magic.history()) == n
+        assert len(list((tmp_path / "stance_traces").glob("*.log"))) == 1
+        p._trace_next.value = True
+        p._trace_next.value = False
+        assert get_engine().trace_next is None and "off" in p._message.value
+    finally:
+        p.close()
+        other.close()
