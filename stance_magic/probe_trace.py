@@ -243,3 +243,9 @@ def dynamo_config_changes() -> dict[str, Any]:
         if not same:
             out[name] = value
     return out
+
+
+def logging_overhead_s(records: list[Any]) -> float:
+    """Seconds of the compile records' time that torch spent writing its
+    structured trace (its own ``structured_logging_overhead_s`` figure)."""
+    return float(sum(getattr(r, "structured_logging_overhead_s", 0) or 0 for r in records))

@@ -165,6 +165,17 @@ class Sharing:
                 f"TORCH_TRACE is set for this process ({short_file(result.process_trace)}): "
                 "left alone, it records this cell too"
             )
+        if result.path is not None or self.timeline is not None:
+            from .probe_trace import logging_overhead_s
+
+            overhead = logging_overhead_s(window.records)
+            if overhead:
+                from .render import fmt_s
+
+                report.notes.append(
+                    f"torch's structured trace was on: {fmt_s(overhead)} of the compile time "
+                    "went to writing it (torch's structured_logging_overhead_s)"
+                )
         if result.path is not None:
             report.trace_file = result.path
             report.trace_compile_ids = list(result.compile_ids)
@@ -194,7 +205,7 @@ class Sharing:
                 report.timeline_file = str(written)
                 report.notes.append(
                     "timeline on: torch's profiler recorded every operator to time the runs "
-                    "of compiled code, and torch's structured trace was on; both slow the cell"
+                    "of compiled code, which slows the cell, its compiles most"
                 )
 
 

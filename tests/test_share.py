@@ -91,6 +91,11 @@ def test_gpt2_cell_trace_read_by_tlparse_equals_the_report(shell, tmp_path, monk
         assert view[f.compile_id]["metrics"]["entire_frame_compile_time_s"] == pytest.approx(
             f.seconds, abs=1e-6
         )
+    # what writing the trace cost, as torch counted it in the records tlparse read
+    from stance_magic.render import fmt_s
+
+    cost = sum(v["metrics"]["structured_logging_overhead_s"] for v in view.values())
+    assert any(f"trace was on: {fmt_s(cost)} of the compile time" in n for n in rep.notes)
     # recompile reasons: the report's is the one tlparse shows for that compile
     for r in rep.recompile_details:
         assert r.reason in view[r.compile_id]["reasons"]
