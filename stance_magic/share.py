@@ -527,6 +527,11 @@ def _prefixes(extra: dict[str, str] | None = None) -> list[tuple[str, str]]:
     for k, v in (extra or {}).items():
         pairs.append((k, v))
     pairs.append((os.getcwd(), "."))
+    # other import roots (an editable install, a project's folder): module paths
+    # from there, as torch writes them in its own log prefix
+    for entry in sys.path:
+        if entry and os.path.isabs(entry) and os.path.isdir(entry):
+            pairs.append((entry, ""))
     pairs.append((sys.prefix, "<venv>"))
     pairs.append((sys.base_prefix, "<python>"))
     pairs.append((tempfile.gettempdir(), "<tmp>"))
@@ -556,7 +561,9 @@ def shorten_paths(text: str, extra: dict[str, str] | None = None) -> str:
     ``In [N]``, library files from ``site-packages/``, the standard library
     from ``pythonX.Y/``, the notebook's folder (the current directory) as
     ``.``, then the venv, the temporary directory and the home directory as
-    ``<venv>``, ``<tmp>``, ``~``. ``extra`` maps more prefixes.
+    ``<venv>``, ``<tmp>``, ``~``; a file under another import root (an
+    editable install) from that root, as torch's own log prefix writes it.
+    ``extra`` maps more prefixes.
 
     Examples
     --------
@@ -567,7 +574,8 @@ def shorten_paths(text: str, extra: dict[str, str] | None = None) -> str:
     for name, cell in sorted(_cell_files().items(), key=lambda kv: len(kv[0]), reverse=True):
         text = text.replace(name, cell)
     for prefix, short in _prefixes(extra):
-        text = text.replace(prefix, short)
+        text = text.replace(prefix + os.sep, short + os.sep if short else "")
+        text = re.sub(re.escape(prefix) + r"(?![\w.-])", short or ".", text)
     return text
 
 

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -325,7 +326,12 @@ def test_bundle_lists_what_a_bug_report_needs_and_nothing_else(sh, tmp_path, mon
     everything = "\n".join(texts.values())
     assert secret not in everything and "STANCE_MAGIC_TEST_SECRET" not in everything
     assert "31337" not in everything
-    for path in {home, sys.prefix, str(tmp_path), os.getcwd(), str(Path(torch.__file__).parent)}:
+    import stance_magic
+
+    roots = {home, sys.prefix, str(tmp_path), os.getcwd(), str(Path(torch.__file__).parent)}
+    roots.add(str(Path(stance_magic.__file__).parent.parent))  # an editable install
+    roots.add(tempfile.gettempdir())
+    for path in roots:
         assert path not in everything, path
     assert "site-packages/torch/" in texts[trace_name]
     assert "In [" in texts[trace_name]
