@@ -261,6 +261,13 @@ def run_tlparse(
 # --------------------------------------------------------------------------
 
 
+def _shown(path: str) -> str:
+    """A path as the report shows it: from the current directory (the
+    notebook's folder) when it is under it, else as it is."""
+    rel = _href(path)
+    return rel if rel is not None else path
+
+
 def share_lines(rep: Any) -> list[tuple[str, str]]:
     """(what, where) rows: the trace file, tlparse's report, the timeline."""
     rows = []
@@ -268,13 +275,13 @@ def share_lines(rep: Any) -> list[tuple[str, str]]:
     if trace:
         ids = getattr(rep, "trace_compile_ids", None) or []
         what = f"trace ({len(ids)} compile id{'s' if len(ids) != 1 else ''})"
-        rows.append((what, trace))
+        rows.append((what, _shown(trace)))
     index = getattr(rep, "tlparse_index", None)
     if index:
-        rows.append(("tlparse", index))
+        rows.append(("tlparse", _shown(index)))
     timeline = getattr(rep, "timeline_file", None)
     if timeline:
-        rows.append(("timeline", timeline))
+        rows.append(("timeline", _shown(timeline)))
     return rows
 
 
