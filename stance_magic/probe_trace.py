@@ -54,6 +54,9 @@ class TraceResult:
     chromium_events: list[dict[str, Any]] = field(default_factory=list)
     #: the process's own TORCH_TRACE directory when one is set (left alone)
     process_trace: str | None = None
+    #: torch took the handler off during the block (``torch._logging.set_logs``
+    #: clears the trace logger's handlers): the trace ends there
+    detached: bool = False
 
 
 def _internals() -> tuple[Any, Any, Any]:
@@ -151,6 +154,7 @@ class TraceCapture:
         handler, self._handler = self._handler, None
         log = self._trace_log
         if handler is not None and log is not None:
+            self._result.detached = handler not in log.handlers
             log.removeHandler(handler)
             if self._level is not None:
                 log.setLevel(self._level)

@@ -156,10 +156,22 @@ class Sharing:
         self.wall0, self.perf0 = wall_and_perf()
 
     def finish(self, report: Any, window: Any, t0: float, profiler: Any) -> None:
-        """Stop the trace; fill the report's trace, tlparse and timeline fields."""
+        """Stop the trace; fill the report's trace, tlparse and timeline fields.
+        A failure here becomes a note: the cell's report is never lost to it."""
         result = self.capture.stop() if self.capture is not None else None
         if result is None:
             return
+        try:
+            self._finish(report, window, t0, profiler, result)
+        except Exception as err:
+            report.notes.append(f"sharing this cell failed: {type(err).__name__}: {err}")
+
+    def _finish(self, report: Any, window: Any, t0: float, profiler: Any, result: Any) -> None:
+        if result.detached:
+            report.notes.append(
+                "torch's logging was set up again during the cell (torch._logging.set_logs "
+                "takes every handler off its trace logger): the trace stops there"
+            )
         if result.process_trace:
             report.notes.append(
                 f"TORCH_TRACE is set for this process ({short_file(result.process_trace)}): "

@@ -415,3 +415,23 @@ def test_panel_traces_the_next_cell_only(sh, tmp_path, monkeypatch):
     finally:
         p.close()
         other.close()
+
+
+def test_set_logs_inside_the_cell_keeps_its_trace(sh, tmp_path):
+    """torch._logging.set_logs() sets torch's loggers up again and takes its own
+    handlers off the trace logger, not ours: the trace goes on to the cell's end."""
+    sh.run_cell("f = torch.compile(lambda x: x + 1, backend='eager')")
+    sh.run_cell("g = torch.compile(lambda x: x - 1, backend='eager')")
+    res, _ = run(
+        sh,
+        f"%%stance --trace {tmp_path}\n"
+        "f(torch.ones(2))\ntorch._logging.set_logs()\ng(torch.ones(2))",
+    )
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    assert [f.compile_id for f in rep.frames] == ["0/0", "1/0"]
+    assert rep.trace_compile_ids == ["0/0", "1/0"]
+    assert not any("the trace stops there" in n for n in rep.notes)
+    from torch._logging._internal import trace_log
+
+    assert not [h for h in trace_log.handlers if "probe_trace" in type(h).__module__]
