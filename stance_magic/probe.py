@@ -1606,9 +1606,9 @@ def cache_entries(fn: Callable[..., Any]) -> list[Any]:
 
 
 #: The profiler event torch emits around each Dynamo cache lookup.
+CACHE_LOOKUP_EVENT = "TorchDynamo Cache Lookup"
 #: torch's profiler event around each run of compiled code, named with its compile id
 COMPILED_REGION_EVENT = "Torch-Compiled Region: "
-CACHE_LOOKUP_EVENT = "TorchDynamo Cache Lookup"
 
 
 @contextlib.contextmanager
