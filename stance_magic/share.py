@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,9 @@ class BundleError(ValueError):
 # --------------------------------------------------------------------------
 
 
-def check_options(trace: str | os.PathLike[str] | None, timeline: str | os.PathLike[str] | None):
+def check_options(
+    trace: str | os.PathLike[str] | None, timeline: str | os.PathLike[str] | None
+) -> None:
     """Refuse a trace directory or timeline file that cannot be written,
     before the cell runs (a ``ValueError`` with one line)."""
     if trace is not None:
@@ -133,7 +135,6 @@ class Sharing:
     capture: Any = None
     wall0: float = 0.0
     perf0: float = 0.0
-    notes: list[str] = field(default_factory=list)
 
     @property
     def wants_regions(self) -> bool:
