@@ -435,3 +435,14 @@ def test_set_logs_inside_the_cell_keeps_its_trace(sh, tmp_path):
     from torch._logging._internal import trace_log
 
     assert not [h for h in trace_log.handlers if "probe_trace" in type(h).__module__]
+
+
+def test_without_tlparse_the_report_says_so_and_keeps_the_trace(sh, tmp_path, monkeypatch):
+    monkeypatch.setattr(share, "tlparse_command", lambda: None)
+    sh.run_cell("f = torch.compile(lambda x: x * 3, backend='eager')")
+    res, cap = run(sh, f"%%stance --trace {tmp_path}\nf(torch.ones(2))")
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    assert rep.tlparse_index is None and Path(rep.trace_file).exists()
+    assert "tlparse: not installed (pip install tlparse)" in str(rep)
+    assert f"trace (1 compile id): {rep.trace_file}" in str(rep)  # outside the cwd: as it is
