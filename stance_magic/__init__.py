@@ -21,6 +21,7 @@ __all__ = [
     "Stance",
     "StanceError",
     "breaks",
+    "bundle",
     "current_stance",
     "history",
     "load_ipython_extension",
@@ -67,6 +68,8 @@ def measure(
     memory: bool = False,
     profile_guards: bool = False,
     gather: bool | str = False,
+    trace: str | None = None,
+    timeline: str | None = None,
 ) -> Any:
     """Run a block under a stance and measure what torch.compile did.
 
@@ -74,7 +77,11 @@ def measure(
     block ends and added to :func:`history`. ``stance=None`` means the
     session stance. ``memory=True`` also measures the bytes torch allocates
     (``%%stance -m``); ``profile_guards=True`` times every cache lookup with
-    torch's profiler (``-g``).
+    torch's profiler (``-g``). ``trace=DIR`` writes the block's structured
+    trace (what ``TORCH_TRACE`` writes) to a file in DIR and runs ``tlparse``
+    on it when installed (``rep.trace_file``, ``rep.tlparse_index``);
+    ``timeline=FILE`` writes a Chrome-trace/Perfetto JSON of the block
+    (``rep.timeline_file``); :func:`bundle` zips a report for a bug report.
 
     ``gather=True`` (inside an initialized ``torch.distributed`` process
     group, on every rank) sends each rank's summary to rank 0 when the block
@@ -96,10 +103,20 @@ def measure(
 
     engine = get_engine()
     st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
+    if trace is not None or timeline is not None:
+        from .share import check_options
+
+        check_options(trace, timeline)
     # Gathered, the report is added to the history once rank 0 has the
     # combined view (published once, complete).
     measuring = engine.measure(
-        st, label=label, memory=memory, profile_guards=profile_guards, record=not gather
+        st,
+        label=label,
+        memory=memory,
+        profile_guards=profile_guards,
+        record=not gather,
+        trace=trace,
+        timeline=timeline,
     )
     if gather:
         from .ranks import gathered
@@ -133,6 +150,21 @@ def breaks() -> list[Any]:
     from .render import BreakList
 
     return BreakList.of(get_engine().history)
+
+
+def bundle(path: Any, report: Any = None) -> str:
+    """Zip a measured cell (the last one by default) for a bug report; one line
+    says what is in it (``%stance bundle PATH``). See :func:`stance_magic.share.bundle`."""
+    from .engine import get_engine
+    from .share import BundleError
+    from .share import bundle as make_bundle
+
+    if report is None:
+        hist = get_engine().history
+        if not hist:
+            raise BundleError("no measured cell to bundle yet (run a %%stance cell first)")
+        report = hist[-1]
+    return make_bundle(path, report)
 
 
 def load_ipython_extension(ipython: Any) -> None:

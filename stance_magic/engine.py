@@ -191,7 +191,9 @@ class Engine:
     Exception))`` when torch refused to take the stance from before the block
     back: that stance stays the session stance and is applied again by
     :meth:`retry_restore` (the magics call it before every cell), and
-    ``("note", str)`` from :meth:`announce`.
+    ``("note", str)`` from :meth:`announce`, ``("trace_next", str | None)``
+    from :meth:`set_trace_next` and ``("traced", str)`` when a measurement
+    took that directory.
     """
 
     def __init__(self) -> None:
@@ -215,6 +217,9 @@ class Engine:
         self._generation = 0
         #: measurements not finished yet, oldest first
         self._open_measures: list[Measurement] = []
+        #: a directory: the next measured cell is traced there (the panel's
+        #: "trace next cell"), then this is cleared (a ``("traced", directory)`` event)
+        self.trace_next: str | None = None
 
     # -- observers ---------------------------------------------------------
     def observe(self, fn: Callable[[str, Any], None]) -> None:
@@ -452,6 +457,8 @@ class Engine:
         record: bool = True,
         profile_guards: bool = False,
         memory: bool = False,
+        trace: str | None = None,
+        timeline: str | None = None,
     ) -> Iterator[Any]:
         """Run a block under ``stance`` (None: the session stance) and measure it.
 
@@ -462,6 +469,10 @@ class Engine:
         every cache lookup with torch's profiler (instead of timing the
         lookups of the called functions in situ); ``memory`` measures the
         bytes torch allocates (see :class:`~stance_magic.probe.CellProfiler`).
+        ``trace``: a directory for this block's structured trace (what
+        ``TORCH_TRACE`` writes), parsed by tlparse when it is installed;
+        ``timeline``: a Chrome-trace JSON file of the block (see
+        :mod:`stance_magic.share`).
         """
         stance = stance or self.session
         with self.applied(stance):
@@ -472,6 +483,8 @@ class Engine:
                 record=record,
                 profile_guards=profile_guards,
                 memory=memory,
+                trace=trace,
+                timeline=timeline,
             )
             try:
                 yield m.report
@@ -489,11 +502,31 @@ class Engine:
         record: bool = True,
         profile_guards: bool = False,
         memory: bool = False,
+        trace: str | None = None,
+        timeline: str | None = None,
     ) -> Measurement:
         """Start measuring without applying a stance (``%stance watch``);
         call :meth:`Measurement.finish` when the block is over."""
+        sharing = None
+        if trace is None and self.trace_next is not None:
+            trace, self.trace_next = self.trace_next, None
+            self._emit("traced", trace)
+        if trace is not None or timeline is not None:
+            from .share import Sharing
+
+            sharing = Sharing(
+                str(trace) if trace is not None else None,
+                str(timeline) if timeline is not None else None,
+            )
         return Measurement(
-            self, stance or current_stance(), source, label, record, profile_guards, memory
+            self,
+            stance or current_stance(),
+            source,
+            label,
+            record,
+            profile_guards,
+            memory,
+            sharing,
         )
 
     def reset_compiled_code(self) -> None:
@@ -510,6 +543,13 @@ class Engine:
     def _reset_now(self) -> None:
         probe.reset_compiled_code()
         self._emit("reset", None)
+
+    def set_trace_next(self, directory: str | None) -> None:
+        """Trace the next measured cell into ``directory`` (None: do not);
+        observers get a ``("trace_next", directory)`` event."""
+        if directory != self.trace_next:
+            self.trace_next = directory
+            self._emit("trace_next", directory)
 
     def set_watch(self, on: bool) -> None:
         if on != self.watch:
@@ -556,6 +596,7 @@ class Measurement:
         record: bool,
         profile_guards: bool = False,
         memory: bool = False,
+        sharing: Any = None,
     ) -> None:
         from .report import CellReport
 
@@ -567,13 +608,19 @@ class Measurement:
         self.report = CellReport(stance=stance.name)
         self._recorder = engine.recorder
         self._done = False
+        self._sharing = sharing
+        if sharing is not None:
+            sharing.start()  # before the recorder: a failure here leaves nothing open
         self._mark = self._recorder.start()
         engine._open_measures.append(self)
         self._profiler: probe.CellProfiler | None = None
         self._profiler_error: str | None = None
-        if profile_guards or memory:
+        regions = sharing is not None and sharing.wants_regions
+        if profile_guards or memory or regions:
             try:
-                self._profiler = probe.CellProfiler(lookups=profile_guards, memory=memory)
+                self._profiler = probe.CellProfiler(
+                    lookups=profile_guards, memory=memory, regions=regions
+                )
             except probe.ProfilerBusy as err:
                 self._profiler_error = f"not measured with the profiler: {err}"
         self.report.memory_on = memory and self._profiler is not None
@@ -612,6 +659,8 @@ class Measurement:
             self.report.notes.append(self._profiler_error)
         if note:
             self.report.notes.append(note)
+        if self._sharing is not None:
+            self._sharing.finish(self.report, window, self._t0, self._profiler)
         if self.record:
             self.engine.add_report(self.report)
         return self.report

@@ -20,7 +20,7 @@ _KINDS = (
 )
 
 
-def _atomic_write(path: str | os.PathLike[str], text: str) -> Path:
+def atomic_write(path: str | os.PathLike[str], text: str) -> Path:
     """Write via a temporary file beside the target, then rename: the target
     is replaced whole or left as it was. Errors name the user's path; an
     existing file keeps its permissions, a new one gets the umask's.
@@ -31,7 +31,7 @@ def _atomic_write(path: str | os.PathLike[str], text: str) -> Path:
     hold (a surrogate-escaped byte from a file name or an error message) is
     written as a backslash escape.
     """
-    target, real, mode = _check_target(path)
+    target, real, mode = check_target(path)
     data = text.encode("utf-8", errors="backslashreplace")
     fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", dir=real.parent)
     try:
@@ -53,7 +53,7 @@ def _atomic_write(path: str | os.PathLike[str], text: str) -> Path:
     return target
 
 
-def _check_target(path: str | os.PathLike[str]) -> tuple[Path, Path, int]:
+def check_target(path: str | os.PathLike[str]) -> tuple[Path, Path, int]:
     """(the path as given, the file it leads to, the mode to write it with),
     or the error a write would raise, before anything is written."""
     target = Path(path).expanduser()
@@ -110,7 +110,7 @@ def csv_text(reports: Iterable[Any]) -> str:
 
 def write_csv(reports: Iterable[Any], path: str | os.PathLike[str]) -> Path:
     """One row per measured cell; the file is replaced whole or left as it was."""
-    return _atomic_write(path, csv_text(reports))
+    return atomic_write(path, csv_text(reports))
 
 
 def json_text(reports: Iterable[Any]) -> str:
@@ -120,7 +120,7 @@ def json_text(reports: Iterable[Any]) -> str:
 
 def write_json(reports: Iterable[Any], path: str | os.PathLike[str]) -> Path:
     """Every report in full (``CellReport.to_dict``), whole or not at all."""
-    return _atomic_write(path, json_text(reports))
+    return atomic_write(path, json_text(reports))
 
 
 def write_exports(
@@ -135,13 +135,13 @@ def write_exports(
     jobs = [(p, fn) for p, fn in ((csv_path, csv_text), (json_path, json_text)) if p]
     for path, _ in jobs:
         try:
-            _check_target(path)
+            check_target(path)
         except OSError as err:
             raise ExportError(str(path), _reason(err), []) from None
     written: list[Path] = []
     for path, text in jobs:
         try:
-            written.append(_atomic_write(path, text(reports)))
+            written.append(atomic_write(path, text(reports)))
         except OSError as err:
             raise ExportError(str(path), _reason(err), written) from None
     return written

@@ -319,6 +319,13 @@ class StanceMagics(Magics):
         if not args.quiet:
             print(reset_note(self.engine.session))
 
+    def _cmd_bundle(self, args: Any, rest: list[str]) -> None:
+        from .share import bundle_command
+
+        line = bundle_command(rest, self.engine)
+        if not args.quiet:
+            print(line)
+
     def _cmd_panel(self, args: Any, rest: list[str]) -> Any:
         from .widget import PanelUnavailable, panel
 
@@ -357,6 +364,10 @@ class StanceMagics(Magics):
                 ns,
                 base=self.engine.session,
             )
+        if args.trace is not None or args.timeline is not None:
+            from .share import check_cell_options
+
+            check_cell_options(args.trace, args.timeline, args)
         number = cell_number(self.shell)
         run = compile_cell(self.shell, cell, number)
         if stance is not None:
@@ -401,6 +412,8 @@ class StanceMagics(Magics):
             profile_guards=args.profile_guards,
             memory=args.memory,
             record=not args.ranks,
+            trace=args.trace,
+            timeline=args.timeline,
         )
         if args.ranks:
             return self._cell_ranks(args, measuring, number, run)
@@ -444,7 +457,7 @@ class StanceMagics(Magics):
                 )
         raw = (getattr(info, "raw_cell", "") or "").lstrip()
         # a %%stance cell measures (and reports) itself
-        if self.engine.watch and not raw.startswith("%%stance"):
+        if (self.engine.watch or self.engine.trace_next) and not raw.startswith("%%stance"):
             # kept in the history only if the cell involved torch.compile (below)
             cell.measurement = self.engine.start_measure(source=raw, record=False)
 
@@ -469,7 +482,7 @@ class StanceMagics(Magics):
             rep = m.finish(err)
             if _compile_was_involved(rep):
                 self.engine.add_report(rep)
-            if (rep.compiled_anything or rep.cache_misses) and not self.quiet:
+            if (rep.compiled_anything or rep.cache_misses or rep.trace_file) and not self.quiet:
                 self._pending.append((rep, False))
         cells.leave(result)
         if cell is None or cell.outermost:  # the outermost cell has ended

@@ -30,7 +30,7 @@ __all__ = [
     "validate_args",
 ]
 
-COMMANDS = ("watch", "history", "breaks", "reset", "panel")
+COMMANDS = ("watch", "history", "breaks", "reset", "panel", "bundle")
 
 #: The forms of the magic: the cell magic, ``%stance [STANCE]`` (set or show
 #: the session stance), ``%stance [STANCE] --ranks``, and the line commands.
@@ -52,6 +52,8 @@ ACCEPTS: dict[str, frozenset[str]] = {
             "no_plot",
             "ranks",
             "full",
+            "trace",
+            "timeline",
         }
     ),
     "line": frozenset({"skip_guard_eval_unsafe", "backend", "quiet"}),
@@ -59,6 +61,7 @@ ACCEPTS: dict[str, frozenset[str]] = {
     "watch": frozenset({"quiet"}),
     "history": frozenset({"csv", "json", "plot", "no_plot", "quiet"}),
     "breaks": frozenset({"quiet"}),
+    "bundle": frozenset({"quiet"}),
     "reset": frozenset({"quiet"}),
     "panel": frozenset({"quiet"}),
 }
@@ -100,6 +103,11 @@ RULES: tuple[Rule, ...] = (
         "--compare, --repeat and --sweep apply to a %%stance cell",
     ),
     _rule(_LINE, lambda a: a.full, "--full goes with a %%stance --ranks cell"),
+    _rule(
+        _LINE,
+        lambda a: a.trace is not None or a.timeline is not None,
+        "--trace and --timeline go with a %%stance cell",
+    ),
     _rule(
         "ranks",
         lambda a: a.words and a.words[0] in COMMANDS,
@@ -245,6 +253,9 @@ Line magic::
                                 torch's graph-break type and your line, most
                                 costly first, with hints and documentation links
     %stance reset               forget all compiled code (torch.compiler.reset())
+    %stance bundle PATH.zip     zip the last measured cell for a bug report: its
+                                source, report, versions, stance and changed
+                                dynamo config, its trace and tlparse output
     %stance panel               a widget panel to toggle the stance
 
 STANCE is one of the stances the installed torch supports: default,
@@ -280,7 +291,7 @@ ARGUMENTS = (
         metavar="STANCE",
         help=_h(
             "The stance (left out: the session stance); on a line, or one of the "
-            "commands watch on|off, history, breaks, reset, panel."
+            "commands watch on|off, history, breaks, reset, panel, bundle PATH."
         ),
     ),
     argument(
@@ -396,6 +407,26 @@ ARGUMENTS = (
         "--full",
         action="store_true",
         help=_h("With --ranks: gather every rank's whole report, shown under the combined view."),
+    ),
+    argument(
+        "--trace",
+        default=None,
+        metavar="DIR",
+        help=_h(
+            "Write torch's structured trace (what TORCH_TRACE writes) of this cell alone to "
+            "a file in DIR; with tlparse installed, run it and link its index.html. A "
+            "TORCH_TRACE of the process is left alone."
+        ),
+    ),
+    argument(
+        "--timeline",
+        default=None,
+        metavar="FILE.json",
+        help=_h(
+            "Write the cell as a Chrome-trace/Perfetto timeline (compiles and their phases, "
+            "cache lookups, graph breaks, runs of compiled code); turns torch's profiler on "
+            "for the cell."
+        ),
     ),
 )
 

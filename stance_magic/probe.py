@@ -561,6 +561,8 @@ class GraphBreakEvent:
     skipped_frame: bool = False
     #: torch's "User code traceback", outermost first: (file, line)
     stack: list[tuple[str, int]] = field(default_factory=list)
+    #: when torch logged it (``time.time()`` seconds; for a timeline)
+    time_s: float | None = None
 
 
 @dataclass
@@ -705,6 +707,10 @@ class Window:
     #: cache entries against the recompile limit of each frame compiled or
     #: looked up in the window whose code is known
     budgets: list[FrameBudget] = field(default_factory=list)
+    #: each cache lookup in order, for a timeline: (end on the recorder's
+    #: clock (``perf_counter``), seconds timed (0.0 when not timed), hit,
+    #: timed, the looked-up function's name)
+    lookup_times: list[tuple[float, float, bool, bool, str]] = field(default_factory=list)
 
     @property
     def timed_lookups(self) -> int:
@@ -828,8 +834,8 @@ class Recorder:
         self._records: list[Any] = []
         self._info: dict[int, RecordInfo] = {}
         self._breaks: list[GraphBreakEvent] = []
-        #: (kind, key, seconds) lookup and eager-call events, in order
-        self._events: list[tuple[str, Any, float]] = []
+        #: (kind, key, seconds, clock at the end) lookup and eager-call events
+        self._events: list[tuple[str, Any, float, float]] = []
         self._act: _Activation | None = None
         #: torch.compile's callback -> the function it compiles (see _fn_of)
         self._fns: dict[Any, Any] = {}
@@ -1025,7 +1031,7 @@ class Recorder:
         compile of its own frame: the function ran without compiled code."""
         self._act = None
         if not act.consumed:
-            self._events.append(("eager", (act.stance, act.target), 0.0))
+            self._events.append(("eager", (act.stance, act.target), 0.0, 0.0))
 
     def _guard_hook(self, cache_hit: bool) -> bool:
         t = self._clock()
@@ -1047,14 +1053,14 @@ class Recorder:
                 # to Dynamo: timed from that moment to now
                 act.consumed = True
                 key = act.target = self._fn_of(act.key, owner)
-                self._events.append(("timed", (key, cache_hit), t - act.t0))
+                self._events.append(("timed", (key, cache_hit), t - act.t0, t))
             else:
                 # a lookup further down (a resume function after a graph
                 # break, a frame compiled on its own): no start to time from;
                 # it belongs to the innermost torch.compile call still running
                 act = self._running_call(caller)
                 key = act.target if act is not None else _caller_key(caller)
-                self._events.append(("untimed", (key, cache_hit), 0.0))
+                self._events.append(("untimed", (key, cache_hit), 0.0, t))
             if not cache_hit:
                 stance = act.stance if act is not None else self._ef._stance.stance
                 self._pending = MissEvent(key, stance)
@@ -1298,6 +1304,7 @@ class Recorder:
             return
         event = parse_graph_break(record)
         if event is not None:
+            event.time_s = getattr(record, "created", None)
             self._breaks.append(event)
 
     # -- windows ----------------------------------------------------------
@@ -1369,7 +1376,7 @@ class Recorder:
             window.graph_breaks = _breaks_from_counters(mark.counters)
         targets: dict[Any, Target] = {}
         keys: list[Any] = []
-        for kind, key, seconds in self._events[mark.events :]:
+        for kind, key, seconds, at in self._events[mark.events :]:
             if kind == "eager":
                 stance, fn = key
                 window.eager_calls[stance] = window.eager_calls.get(stance, 0) + 1
@@ -1386,6 +1393,7 @@ class Recorder:
                 t.samples.append(seconds)
             else:
                 t.untimed += 1
+            window.lookup_times.append((at, seconds, bool(hit), kind == "timed", t.name))
             if not hit:
                 t.misses += 1
         window.targets = list(targets.values())
@@ -2123,6 +2131,8 @@ def cache_entries(fn: Callable[..., Any]) -> list[Any]:
 
 #: The profiler event torch emits around each Dynamo cache lookup.
 CACHE_LOOKUP_EVENT = "TorchDynamo Cache Lookup"
+#: torch's profiler event around each run of compiled code, named with its compile id
+COMPILED_REGION_EVENT = "Torch-Compiled Region: "
 
 
 @contextlib.contextmanager
@@ -2186,13 +2196,17 @@ class CellProfiler:
     says so).
     """
 
-    def __init__(self, lookups: bool = False, memory: bool = False) -> None:
+    def __init__(self, lookups: bool = False, memory: bool = False, regions: bool = False) -> None:
         require_torch()
         import torch
         from torch._C import _autograd, _profiler
 
         self.lookups = lookups
         self.memory = memory
+        #: keep each run of compiled code (``Torch-Compiled Region: <id>``) for a timeline
+        self.regions = regions
+        #: (compile id, start in ``time.time_ns()`` ns, duration ns), after :meth:`stop`
+        self.region_events: list[tuple[str, int, int]] = []
         self._cuda: tuple[int, int, int] | None = None
         if _autograd._profiler_enabled():
             raise ProfilerBusy("another torch profiler is running (torch allows one at a time)")
@@ -2203,7 +2217,7 @@ class CellProfiler:
         activities = {_profiler.ProfilerActivity.CPU}
         # scopes: every operator for lookups; for memory alone only the user's
         # own record_function ranges, so operators are not recorded at all
-        scopes = set() if lookups else {_profiler.RecordScope.USER_SCOPE}
+        scopes = set() if lookups or regions else {_profiler.RecordScope.USER_SCOPE}
         if memory and torch.cuda.is_available() and torch.cuda.is_initialized():
             dev = torch.cuda.current_device()
             before_peak = torch.cuda.max_memory_allocated(dev)
@@ -2224,6 +2238,12 @@ class CellProfiler:
         lookups = None
         if self.lookups:
             lookups = [e.duration_ns() / 1e9 for e in events if e.name() == CACHE_LOOKUP_EVENT]
+        if self.regions:
+            self.region_events = sorted(
+                (e.name()[len(COMPILED_REGION_EVENT) :], e.start_ns(), e.duration_ns())
+                for e in events
+                if e.name().startswith(COMPILED_REGION_EVENT)
+            )
         figures: list[MemoryFigure] = []
         if self.memory:
             cpu = _autograd.DeviceType.CPU

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .report import PHASE_LABELS, PHASES, CellReport
+from .share import share_html, share_text
 from .stance import stance_text
 from .text import cell_label, first_line, fmt_bytes, fmt_s, shorten
 from .text import plural as _plural
@@ -171,6 +172,7 @@ def report_text(rep: CellReport) -> str:
             out.append(f"  {'':<{width}}    … {_more(len(details) - MAX_DETAILS)}")
     for note in _notes(rep):
         out.append(f"  note: {note}")
+    out.extend(share_text(rep))
     return "\n".join(out)
 
 
@@ -214,6 +216,7 @@ def report_html(rep: CellReport) -> str:
     return (
         f'{CSS}<table class="sm-report"><caption>{e(title)}</caption>'
         + "".join(rows)
+        + share_html(rep)
         + notes
         + "</table>"
     )

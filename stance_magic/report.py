@@ -344,6 +344,13 @@ class CellReport:
     #: rank 0 of a block gathered across ranks (``measure(gather=True)``,
     #: ``%%stance --ranks``): the combined view, a :class:`stance_magic.ranks.RankReport`
     ranks: Any = field(default=None, repr=False, compare=False)
+    #: ``--trace``: this cell's structured trace (what TORCH_TRACE writes), its
+    #: compile ids, and tlparse's index.html of it (see :mod:`stance_magic.share`)
+    trace_file: str | None = None
+    trace_compile_ids: list[str] = field(default_factory=list)
+    tlparse_index: str | None = None
+    #: ``--timeline``: the cell as a Chrome trace / Perfetto JSON file
+    timeline_file: str | None = None
 
     @property
     def stance_label(self) -> str:

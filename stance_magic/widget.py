@@ -265,6 +265,14 @@ class StancePanel(_Base):
             tooltip="report every cell, not only %%stance cells (%stance watch on|off)",
             layout=W.Layout(width="auto"),
         )
+        # issue 21: "trace next cell" (stance_magic.share)
+        self._trace_next = W.ToggleButton(
+            description="trace next cell",
+            icon="file-text",
+            tooltip="write torch's structured trace of the next cell (TORCH_TRACE's format) "
+            "and its tlparse report to ./stance_traces (%%stance --trace DIR)",
+            layout=W.Layout(width="auto"),
+        )
         self._message = W.HTML()
         self._notes = W.HTML(
             f'<div class="sm-busy">{html.escape(BUSY_NOTE)}</div>'
@@ -294,7 +302,9 @@ class StancePanel(_Base):
             [self._stance, self._backend, self._skip_guard],
             layout=W.Layout(flex_flow="row wrap", align_items="center"),
         )
-        actions = W.HBox([self._reset, self._watch], layout=W.Layout(flex_flow="row wrap"))
+        actions = W.HBox(
+            [self._reset, self._watch, self._trace_next], layout=W.Layout(flex_flow="row wrap")
+        )
         self._parts = (controls, actions, body)
         # CSS classes name the parts for styling and for the browser test.
         for w, cls in (
@@ -305,6 +315,7 @@ class StancePanel(_Base):
             (self._skip_warning, "sm-skip-warning"),
             (self._reset, "sm-reset"),
             (self._watch, "sm-watch"),
+            (self._trace_next, "sm-trace-next"),
             (self._message, "sm-message"),
             (self._notes, "sm-notes"),
             (self._live, "sm-live"),
@@ -342,6 +353,8 @@ class StancePanel(_Base):
         self._backend.observe(self._on_backend, names="value")
         self._skip_guard.observe(self._on_skip_guard, names="value")
         self._watch.observe(self._on_watch, names="value")
+        self._trace_next.value = self._engine.trace_next is not None
+        self._trace_next.observe(self._on_trace_next, names="value")
         self._live.observe(self._on_open, names="selected_index")
         self._reset.on_click(self._on_reset)
         self._engine.observe(self._on_engine)
@@ -437,6 +450,8 @@ class StancePanel(_Base):
                 self._say(reset_note(self._engine.session))
         elif event == "note":
             self._say(str(value))
+        elif event in ("trace_next", "traced"):
+            self._on_trace_next_event(value if event == "trace_next" else None, traced=value)
 
     # The engine learns when cells run from the extension's hooks; a panel
     # made without %load_ext tells it too, so that a change handled while a
@@ -544,6 +559,23 @@ class StancePanel(_Base):
         if not self._syncing:
             self._engine.set_watch(bool(change["new"]))
             self._sync_watch(self._engine.watch)
+
+    def _on_trace_next(self, change: dict[str, Any]) -> None:
+        if not self._syncing:
+            from .share import PANEL_TRACE_DIR
+
+            self._engine.set_trace_next(PANEL_TRACE_DIR if change["new"] else None)
+
+    def _on_trace_next_event(self, directory: str | None, traced: str | None = None) -> None:
+        with self._quiet():
+            self._trace_next.value = directory is not None
+        self._trace_next.button_style = "info" if directory is not None else ""
+        if directory is not None:
+            self._say(f"the next cell that runs is traced to {directory}/ (and parsed by tlparse)")
+        elif traced is not None:
+            self._say(f"this cell is traced to {traced}/: its report says where the trace is")
+        else:
+            self._say("trace next cell: off")
 
     def _on_reset(self, button: Any = None) -> None:
         try:

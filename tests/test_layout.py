@@ -138,7 +138,8 @@ def test_views_do_not_import_the_engine():
 def _private_torch_reads(tree: ast.Module) -> list[str]:
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+        dunder = node.attr.startswith("__") if isinstance(node, ast.Attribute) else False
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not dunder:
             base = node.value
             while isinstance(base, ast.Attribute):
                 base = base.value

@@ -321,7 +321,7 @@ def test_history_export_writes_both_or_neither(sh, tmp_path):
 def test_history_export_says_what_was_written_when_the_second_fails(tmp_path, monkeypatch):
     from stance_magic import export
 
-    real = export._atomic_write
+    real = export.atomic_write
     calls = []
 
     def flaky(path, text):
@@ -330,7 +330,7 @@ def test_history_export_says_what_was_written_when_the_second_fails(tmp_path, mo
             raise OSError(28, "No space left on device")
         return real(path, text)
 
-    monkeypatch.setattr(export, "_atomic_write", flaky)
+    monkeypatch.setattr(export, "atomic_write", flaky)
     with pytest.raises(export.ExportError) as info:
         export.write_exports([], tmp_path / "a.csv", tmp_path / "b.json")
     assert "already written" in str(info.value) and "a.csv" in str(info.value)
