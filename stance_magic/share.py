@@ -13,7 +13,7 @@ a Chrome-trace/Perfetto timeline, a bug-report bundle.
 * ``%stance bundle PATH`` (:func:`bundle`): one zip with what a bug report
   needs, and nothing else.
 
-No torch internals here: :mod:`stance_magic.probe_trace` holds them.
+No torch internals here: :mod:`stance_magic.probe.trace` holds them.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ class Sharing:
         return self.timeline is not None
 
     def start(self) -> None:
-        from .probe_trace import TraceCapture, wall_and_perf
+        from .probe.trace import TraceCapture, wall_and_perf
 
         path = None
         if self.trace_dir is not None:
@@ -179,7 +179,7 @@ class Sharing:
                 "left alone, it records this cell too"
             )
         if result.path is not None or self.timeline is not None:
-            from .probe_trace import logging_overhead_s
+            from .probe.trace import logging_overhead_s
 
             overhead = logging_overhead_s(window.records)
             if overhead:
@@ -685,7 +685,7 @@ def bundle(
     dynamo config value; trace (2 compile ids) and its tlparse output (31 files)
     """
     from .export import check_target
-    from .probe_trace import dynamo_config_changes
+    from .probe.trace import dynamo_config_changes
 
     if report is None:
         raise BundleError("no measured cell to bundle (stance_magic.bundle() takes the last)")

@@ -144,7 +144,7 @@ def test_backend_suggestions_offer_notebook_functions(shell):
 
 def test_stance_of_a_newer_torch_names_the_release(shell, monkeypatch):
     # Older torch cannot run here; the probe's answer is what changes between them.
-    monkeypatch.setattr(probe, "_SUPPORTED", ("default", "force_eager"))
+    monkeypatch.setattr(probe.stances, "_SUPPORTED", ("default", "force_eager"))
     res, _ = run(shell, "%%stance eager_then_compile\nx = 1")
     assert "needs torch >= 2.7" in str(res.error_in_exec)
 

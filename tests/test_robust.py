@@ -472,10 +472,10 @@ def test_pyproject_names_files_that_exist():
 def test_watch_does_not_count_the_stance_probe_as_a_compiled_call(shell, monkeypatch):
     # the first stance name a session checks asks torch's dispatcher about
     # every stance: not a call into compiled code
-    monkeypatch.setattr(probe, "_SUPPORTED", None)
+    monkeypatch.setattr(probe.stances, "_SUPPORTED", None)
     run(shell, "%stance watch on -q")
     n = len(stance_magic.get_engine().history)
     run(shell, "%stance force_eager -q")
-    assert probe._SUPPORTED  # probed inside the watched cell
+    assert probe.stances._SUPPORTED  # probed inside the watched cell
     assert len(stance_magic.get_engine().history) == n
     run(shell, "%stance watch off -q")

@@ -434,7 +434,7 @@ def test_set_logs_inside_the_cell_keeps_its_trace(sh, tmp_path):
     assert not any("the trace stops there" in n for n in rep.notes)
     from torch._logging._internal import trace_log
 
-    assert not [h for h in trace_log.handlers if "probe_trace" in type(h).__module__]
+    assert not [h for h in trace_log.handlers if "probe.trace" in type(h).__module__]
 
 
 def test_without_tlparse_the_report_says_so_and_keeps_the_trace(sh, tmp_path, monkeypatch):

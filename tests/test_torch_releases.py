@@ -112,7 +112,7 @@ def test_every_stance_compiles_user_code_unchanged_under_measurement(sh):
 
 def test_load_ext_on_a_torch_too_old_says_so_in_one_line(monkeypatch):
     monkeypatch.setattr(torch, "__version__", "2.7.1+cpu")
-    monkeypatch.setattr(probe, "_TORCH_CHECKED", False)
+    monkeypatch.setattr(probe.version, "_TORCH_CHECKED", False)
     InteractiveShell.clear_instance()
     c = Config()
     c.HistoryAccessor.enabled = False

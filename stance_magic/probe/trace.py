@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from .probe import TorchSupportError, require_torch, torch_version
+from .version import TorchSupportError, require_torch, torch_version
 
 
 def _torch() -> str:

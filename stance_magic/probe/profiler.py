@@ -1,0 +1,157 @@
+"""torch's profiler for a cell: cache-lookup events (``-g``), memory (``-m``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from typing import Iterator
+
+from .version import require_torch
+
+#: The profiler event torch emits around each Dynamo cache lookup.
+CACHE_LOOKUP_EVENT = "TorchDynamo Cache Lookup"
+#: torch's profiler event around each run of compiled code, named with its compile id
+COMPILED_REGION_EVENT = "Torch-Compiled Region: "
+
+
+@contextlib.contextmanager
+def _quiet_fd2() -> Iterator[None]:
+    """Kineto prints start/stop lines straight to file descriptor 2."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+@dataclass
+class MemoryFigure:
+    """Bytes torch allocated on one device during a measured block."""
+
+    device: str
+    #: the most allocated at once above what was live when the block started
+    peak_bytes: int
+    #: allocated at the end, above the start (negative: the block freed more)
+    end_bytes: int
+    method: str
+    #: allocation and free events read (the CPU method)
+    events: int | None = None
+    #: what the method changed that the user may notice
+    note: str | None = None
+
+
+#: How the CPU figure is obtained (said in the report).
+CPU_MEMORY_METHOD = "torch profiler memory events (every CPU allocation and free, summed in order)"
+CUDA_MEMORY_METHOD = "CUDA caching allocator statistics (memory_allocated, max_memory_allocated)"
+
+
+class ProfilerBusy(RuntimeError):
+    """Another torch profiler runs: torch allows one at a time."""
+
+
+class CellProfiler:
+    """torch's profiler for a block: cache lookups (``-g``), memory (``-m``), or both.
+
+    * **lookups**: each ``TorchDynamo Cache Lookup`` event spans one lookup
+      (building the frame's locals and running the guards); this needs every
+      operator recorded, which slows the rest of the block.
+    * **memory**: the CPU allocator reports every allocation and free to the
+      profiler (``profile_memory``); summing them in order gives the bytes
+      allocated above the start, its peak and its end. Alone, it records no
+      operator (only the user-scope ranges), so the block runs at nearly its
+      own speed; reading the events afterwards costs about 5 µs each, so a
+      block with a million allocations pays seconds at its end.
+
+    CUDA memory, when CUDA is in use, comes from the caching allocator's own
+    statistics instead (its peak counter is reset at the start; the report
+    says so).
+    """
+
+    def __init__(self, lookups: bool = False, memory: bool = False, regions: bool = False) -> None:
+        require_torch()
+        import torch
+        from torch._C import _autograd, _profiler
+
+        self.lookups = lookups
+        self.memory = memory
+        #: keep each run of compiled code (``Torch-Compiled Region: <id>``) for a timeline
+        self.regions = regions
+        #: (compile id, start in ``time.time_ns()`` ns, duration ns), after :meth:`stop`
+        self.region_events: list[tuple[str, int, int]] = []
+        self._cuda: tuple[int, int, int] | None = None
+        if _autograd._profiler_enabled():
+            raise ProfilerBusy("another torch profiler is running (torch allows one at a time)")
+        state = _profiler.ProfilerState.KINETO
+        cfg = _profiler.ProfilerConfig(
+            state, False, memory, False, False, False, _profiler._ExperimentalConfig()
+        )
+        activities = {_profiler.ProfilerActivity.CPU}
+        # scopes: every operator for lookups; for memory alone only the user's
+        # own record_function ranges, so operators are not recorded at all
+        scopes = set() if lookups or regions else {_profiler.RecordScope.USER_SCOPE}
+        if memory and torch.cuda.is_available() and torch.cuda.is_initialized():
+            dev = torch.cuda.current_device()
+            before_peak = torch.cuda.max_memory_allocated(dev)
+            torch.cuda.reset_peak_memory_stats(dev)
+            self._cuda = (dev, torch.cuda.memory_allocated(dev), before_peak)
+        with _quiet_fd2():
+            _autograd._prepare_profiler(cfg, activities)
+            _autograd._enable_profiler(cfg, activities, scopes)
+
+    def stop(self) -> tuple[list[float] | None, list[MemoryFigure]]:
+        """(each lookup's seconds, or None; memory figures per device)."""
+        import torch
+        from torch._C import _autograd
+
+        with _quiet_fd2():
+            result = _autograd._disable_profiler()
+        events = result.events()
+        lookups = None
+        if self.lookups:
+            lookups = [e.duration_ns() / 1e9 for e in events if e.name() == CACHE_LOOKUP_EVENT]
+        if self.regions:
+            self.region_events = sorted(
+                (e.name()[len(COMPILED_REGION_EVENT) :], e.start_ns(), e.duration_ns())
+                for e in events
+                if e.name().startswith(COMPILED_REGION_EVENT)
+            )
+        figures: list[MemoryFigure] = []
+        if self.memory:
+            cpu = _autograd.DeviceType.CPU
+            mem = sorted(
+                (e.start_ns(), e.nbytes())
+                for e in events
+                if e.name() == "[memory]" and e.device_type() == cpu
+            )
+            running = peak = 0
+            for _, nbytes in mem:
+                running += nbytes
+                if running > peak:
+                    peak = running
+            figures.append(MemoryFigure("cpu", peak, running, CPU_MEMORY_METHOD, len(mem)))
+        if self._cuda is not None:
+            dev, start, before_peak = self._cuda
+            now = torch.cuda.memory_allocated(dev)
+            peak = torch.cuda.max_memory_allocated(dev)
+            figures.append(
+                MemoryFigure(
+                    f"cuda:{dev}",
+                    max(peak - start, 0),
+                    now - start,
+                    CUDA_MEMORY_METHOD,
+                    note=(
+                        "torch.cuda.max_memory_allocated() was reset at the start of the "
+                        f"block (it stood at {before_peak} bytes)"
+                    ),
+                )
+            )
+        return lookups, figures

@@ -1,0 +1,900 @@
+"""The recorder: torch's hooks while a measuring window is open, and what
+each window saw (records, lookups, misses and their outcomes)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import threading
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from .backends import backend_name
+from .breaks import (
+    GraphBreakEvent,
+    _breaks_from_counters,
+    _graph_break_counters,
+    parse_graph_break,
+)
+from .frames import (
+    _MISSING,
+    _OWNER_WALK_LIMIT,
+    _caller_key,
+    _compile_wrapper_code,
+    _compiling_code,
+    _describe_frame,
+    _direct_owner,
+    _find_owner,
+    _identity_context,
+    _module_in_scope,
+    _module_location,
+    _weak,
+    describe_callable,
+)
+from .records import (
+    FrameBudget,
+    LimitHit,
+    RecordInfo,
+    _aot_dispatch_count,
+    _cache_entry_count,
+    _config_value,
+    _example_calls,
+    _limit_from_record,
+    is_frame_compile,
+    is_module_wrapper,
+    recompile_limit_name,
+)
+from .releases import REFUSAL_GUARDS_SINCE, callback_ref, inline_wrapped
+from .shapes import GraphShapes, _graph_shapes
+from .stances import _EAGER_STANCES
+from .version import TorchSupportError, _eval_frame, _torch_str, require_torch, torch_version
+
+#: torch's function that lists every cache entry's failed guard (convert_frame
+#: imports it by name; fail_on_recompile's callback imports it at call time).
+_REASONS_FN = "get_and_maybe_log_recompilation_reasons"
+#: torch's check of the recompile limit (convert_frame imports it by name).
+_EXCEEDS_FN = "exceeds_recompile_limit"
+
+
+@dataclass
+class Target:
+    """A compiled function as the report names it, with its cache lookups."""
+
+    name: str
+    filename: str = ""
+    line: int | None = None
+    timed: int = 0
+    seconds: float = 0.0
+    untimed: int = 0
+    misses: int = 0
+    eager_calls: int = 0
+    #: each timed lookup, seconds
+    samples: list[float] = field(default_factory=list)
+
+
+#: What torch did after a cache miss.
+MISS_COMPILED = "compiled"  # a compile record followed (also a failed one)
+MISS_LIMIT = "limit"  # the frame is at its recompile limit: ran eagerly
+MISS_EAGER = "eager"  # eager_on_recompile was in force: ran eagerly
+MISS_REFUSED = "refused"  # fail_on_recompile was in force: raised
+MISS_NONE = "none"  # nothing compiled and no stance explains it
+
+
+@dataclass
+class MissEvent:
+    """One cache miss and what torch did about it, under the stance in force
+    at that call (not the stance the cell was started with)."""
+
+    key: Any = field(repr=False)
+    stance: str
+    outcome: str = MISS_NONE
+    #: every cache entry's failed guard (torch's text), when torch listed them
+    failures: list[str] = field(default_factory=list)
+    limit: LimitHit | None = None
+    compile_id: str | None = None
+    #: for a failed identity guard (``___check_obj_id(G['Block'], …)``), where
+    #: the object the name holds now was defined: expression -> (name, file,
+    #: line, "class" | "function" | "object")
+    defined: dict[str, tuple[str, str, int | None, str]] = field(default_factory=dict)
+
+
+@dataclass
+class Window:
+    """What the recorder saw between :meth:`Recorder.start` and ``stop``."""
+
+    records: list[Any] = field(default_factory=list)
+    info: dict[int, RecordInfo] = field(default_factory=dict)
+    hits: int = 0
+    misses: int = 0
+    #: calls into torch.compile'd functions and modules, whatever the stance
+    compiled_calls: int = 0
+    graph_breaks: list[GraphBreakEvent] = field(default_factory=list)
+    #: compiled functions looked up or called, in order of first use
+    targets: list[Target] = field(default_factory=list)
+    #: torch.compile calls that ran their function without a lookup, by stance
+    eager_calls: dict[str, int] = field(default_factory=dict)
+    #: torch.compiler.reset() ran inside the window
+    reset_seen: bool = False
+    #: where the graph-break figures come from ("log" or "counters")
+    break_source: str = "log"
+    #: each lookup's seconds from the profiler, when --profile-guards was asked for
+    profiled_lookups: list[float] | None = None
+    #: every cache miss with what torch did after it
+    miss_events: list[MissEvent] = field(default_factory=list)
+    #: cache entries against the recompile limit of each frame compiled or
+    #: looked up in the window whose code is known
+    budgets: list[FrameBudget] = field(default_factory=list)
+    #: each cache lookup in order, for a timeline: (end on the recorder's
+    #: clock (``perf_counter``), seconds timed (0.0 when not timed), hit,
+    #: timed, the looked-up function's name)
+    lookup_times: list[tuple[float, float, bool, bool, str]] = field(default_factory=list)
+
+    @property
+    def timed_lookups(self) -> int:
+        return sum(t.timed for t in self.targets)
+
+    @property
+    def untimed_lookups(self) -> int:
+        return sum(t.untimed for t in self.targets)
+
+    @property
+    def lookup_seconds(self) -> float:
+        return sum(t.seconds for t in self.targets)
+
+    @property
+    def lookup_samples(self) -> list[float]:
+        return [x for t in self.targets for x in t.samples]
+
+
+@dataclass
+class _Mark:
+    """An open window: running totals when it started."""
+
+    thread: int
+    hits: int
+    misses: int
+    calls: int
+    records: int
+    breaks: int
+    events: int
+    miss_events: int
+    generation: int
+    counters: dict[str, int] | None
+    closed: bool = False
+
+
+class _Activation:
+    """One torch.compile call in flight: when torch handed it to Dynamo."""
+
+    __slots__ = ("callback", "consumed", "frame_id", "key", "stance", "t0", "target")
+
+    def __init__(self, frame_id: int, t0: float, stance: str, callback: Any, key: Any) -> None:
+        self.frame_id = frame_id
+        self.t0 = t0
+        self.stance = stance
+        #: what torch will run the frame with (names the backend), held weakly
+        #: (see callback_ref)
+        self.callback = callback_ref(callback)
+        #: torch.compile's own callback for the function: one per compiled object
+        self.key = key
+        self.target: Any = None
+        self.consumed = False
+
+
+class Recorder:
+    """Measures torch.compile while at least one window is open.
+
+    Nothing is installed in torch while no window is open, so cells that are
+    not measured pay nothing. While a window is open:
+
+    * torch.compile's own dispatcher (``_callback_from_stance``, which its
+      ``compile_wrapper`` calls just before handing the call to Dynamo) is
+      wrapped to note the moment and the function called;
+    * the guard-complete hook (torch calls it right after each cache
+      lookup) counts hits and misses and times each lookup in situ: from
+      that moment to the end of the lookup (building the frame's locals and
+      running the guards), inside the real loop, with whatever the model
+      run before it left in the CPU caches. Lookups made further down, by
+      resume functions after a graph break or by frames compiled on their
+      own, have no such start and are counted as not timed;
+    * every ``CompilationMetrics`` record is collected as torch makes it,
+      whatever the record deque's limit and across ``torch.compiler.reset()``;
+    * ``guard_manager_testing_hook_fn`` names the ``nn.Module`` of each
+      compiled frame at compile time.
+
+    Graph breaks are read from torch's ``graph_breaks`` log artifact (the
+    records ``TORCH_LOGS=graph_breaks`` prints), captured by a handler that
+    stays attached until :meth:`uninstall` and does nothing between windows.
+
+    Windows nest and may close in any order; each sees what happened in its
+    own thread between its start and stop.
+    """
+
+    def __init__(self) -> None:
+        self._marks: list[_Mark] = []
+        self._threads: dict[int, int] = {}
+        self._hooks_on = False
+        self._log_on = False
+        self._log_state: list[tuple[Any, int, bool]] = []
+        self._handler: Any = None
+        self._prev_guard_hook: Any = None
+        self._prev_testing_hook: Any = None
+        self._orig_cfs: Any = None
+        self._orig_chromium: Any = None
+        self._cw_code: Any = None
+        self._ef: Any = None
+        self._clock = time.perf_counter
+        self._get_ident = threading.get_ident
+        self._generation = 0
+        self._sentinel: Any = None
+        self._reset_hits = 0
+        self._orig_reasons: list[tuple[Any, str, Any]] = []
+        self._orig_exceeds: Any = None
+        #: code objects at their recompile limit, kept across windows (torch
+        #: keeps running them eagerly; several compiled modules can share one,
+        #: torch's module wrapper): code -> LimitHit
+        self._limits: dict[Any, LimitHit] = {}
+        #: the code object torch compiles for a called function or module,
+        #: learnt when it compiled: id(key) -> (weak key, code)
+        self._codes: dict[int, tuple[Any, Any]] = {}
+        self._aot_seen = 0
+        self._orig_user_compiler: Any = None
+        self._clear_running()
+
+    def _clear_running(self) -> None:
+        self._hits = 0
+        self._misses = 0
+        self._calls = 0
+        self._records: list[Any] = []
+        self._info: dict[int, RecordInfo] = {}
+        self._breaks: list[GraphBreakEvent] = []
+        #: (kind, key, seconds, clock at the end) lookup and eager-call events
+        self._events: list[tuple[str, Any, float, float]] = []
+        self._act: _Activation | None = None
+        #: torch.compile's callback -> the function it compiles (see _fn_of)
+        self._fns: dict[Any, Any] = {}
+        self._module_by_id: dict[str, tuple[str, str, int | None]] = {}
+        #: every cache miss, with what torch did after it
+        self._miss_list: list[MissEvent] = []
+        #: the last miss, until torch compiles, refuses or runs its frame
+        self._pending: MissEvent | None = None
+        #: the code of the pending miss's frame (torch listed its guards)
+        self._pending_code: Any = None
+        #: torch.compile calls by their compile_wrapper frame
+        self._acts: dict[int, _Activation] = {}
+        #: the shapes of the graph the backend is compiling, until its record
+        self._shapes: GraphShapes | None = None
+
+    # -- installation -----------------------------------------------------
+    @property
+    def installed(self) -> bool:
+        """Whether the per-call hooks are in torch now (only while measuring)."""
+        return self._hooks_on
+
+    def _install_hooks(self) -> None:
+        t = _torch_hooks()
+        self._ef = t.ef
+        if self._cw_code is None:
+            self._cw_code = _compile_wrapper_code(t.ef)
+        self._prev_guard_hook = t.c_eval_frame.set_guard_complete_hook(self._guard_hook)
+        self._prev_testing_hook = getattr(t.guards, "guard_manager_testing_hook_fn", None)
+        t.guards.guard_manager_testing_hook_fn = self._testing_hook
+        self._orig_cfs = t.ef._callback_from_stance
+        t.ef._callback_from_stance = self._callback_from_stance
+        self._orig_chromium = getattr(t.utils, "add_compilation_metrics_to_chromium", None)
+        if self._orig_chromium is not None:
+            t.utils.add_compilation_metrics_to_chromium = self._on_record
+        self._orig_reasons = []
+        for mod in (t.convert_frame, t.guards):
+            orig = getattr(mod, _REASONS_FN, None)
+            if orig is not None:
+                self._orig_reasons.append((mod, _REASONS_FN, orig))
+                setattr(mod, _REASONS_FN, self._reasons_wrapper(orig))
+        self._orig_exceeds = getattr(t.convert_frame, _EXCEEDS_FN, None)
+        if self._orig_exceeds is not None:
+            t.convert_frame.exceeds_recompile_limit = self._exceeds_wrapper(self._orig_exceeds)
+        self._aot_seen = _aot_dispatch_count()
+        og = t.output_graph.OutputGraph
+        self._orig_user_compiler = vars(og).get("call_user_compiler")
+        if self._orig_user_compiler is not None:
+            og.call_user_compiler = self._user_compiler_wrapper(self._orig_user_compiler)
+        self._register_sentinel()
+        self._hooks_on = True
+
+    def _uninstall_hooks(self) -> None:
+        if not self._hooks_on:
+            return
+        t = _torch_hooks()
+        now = t.c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
+        if now is not None and now != self._guard_hook:
+            # someone hooked in after us: leave theirs (ours passes through)
+            t.c_eval_frame.set_guard_complete_hook(now)
+        if t.guards.guard_manager_testing_hook_fn == self._testing_hook:
+            t.guards.guard_manager_testing_hook_fn = self._prev_testing_hook
+        if t.ef._callback_from_stance == self._callback_from_stance:
+            t.ef._callback_from_stance = self._orig_cfs
+        if self._orig_chromium is not None and (
+            t.utils.add_compilation_metrics_to_chromium == self._on_record
+        ):
+            t.utils.add_compilation_metrics_to_chromium = self._orig_chromium
+        for mod, name, orig in self._orig_reasons:
+            if getattr(getattr(mod, name, None), "_stance_magic_wraps", None) is orig:
+                setattr(mod, name, orig)
+        self._orig_reasons = []
+        exceeds = getattr(t.convert_frame, _EXCEEDS_FN, None)
+        if getattr(exceeds, "_stance_magic_wraps", None) is self._orig_exceeds is not None:
+            setattr(t.convert_frame, _EXCEEDS_FN, self._orig_exceeds)
+        self._orig_exceeds = None
+        og = t.output_graph.OutputGraph
+        wrapped = vars(og).get("call_user_compiler")
+        orig = self._orig_user_compiler
+        if orig is not None and getattr(wrapped, "_stance_magic_wraps", None) is orig:
+            og.call_user_compiler = orig
+        self._orig_user_compiler = None
+        self._unregister_sentinel()
+        self._hooks_on = False
+
+    def _register_sentinel(self) -> None:
+        """A no-op compile-start callback: torch.compiler.reset() clears these,
+        so its absence at the end of a window says a reset ran."""
+        handler = _torch_hooks().callback_handler
+        if self._sentinel is None:
+
+            def stance_magic_reset_sentinel(*args: Any) -> None:
+                return None
+
+            self._sentinel = stance_magic_reset_sentinel
+        if self._sentinel not in handler.start_callbacks:
+            handler.register_start_callback(self._sentinel)
+
+    def _unregister_sentinel(self) -> None:
+        callbacks = _torch_hooks().callback_handler.start_callbacks
+        while self._sentinel in callbacks:
+            callbacks.remove(self._sentinel)
+
+    def _sentinel_gone(self) -> bool:
+        return self._sentinel not in _torch_hooks().callback_handler.start_callbacks
+
+    def _install_log_capture(self) -> None:
+        """Attach the graph-break handler to torch's ``graph_breaks`` loggers.
+
+        Checked at the start of each outermost window (``torch._logging.set_logs``
+        resets these loggers) and left attached between windows, idle:
+        changing a logger's level clears every logger's cache in the process,
+        too dear to do per cell. Where the user did not ask for the artifact
+        (``TORCH_LOGS``, ``set_logs``), its records are kept from reaching
+        torch's console handler.
+        """
+        try:
+            from torch._logging._internal import log_registry, log_state
+        except ImportError:  # pragma: no cover - older torch: counters instead
+            return
+        if not self._log_on:
+            names = [
+                q for q in log_registry.get_artifact_log_qnames() if q.endswith("__graph_breaks")
+            ]
+            if not names:  # pragma: no cover
+                return
+            self._handler = _BreakHandler(self)
+            self._log_state = []
+            for qname in names:
+                lg = logging.getLogger(qname)
+                self._log_state.append((lg, lg.level, lg.propagate))
+            self._log_on = True
+        first = self._log_state[0][0]
+        if first.level == logging.DEBUG and self._handler in first.handlers:
+            return  # as we left it: torch's logging was not reset since (set_logs)
+        enabled = getattr(log_state, "is_artifact_enabled", None)
+        user_wants = bool(enabled("graph_breaks")) if enabled is not None else False
+        for lg, _level, _propagate in self._log_state:
+            if self._handler not in lg.handlers:
+                lg.addHandler(self._handler)
+            if not user_wants and lg.propagate:
+                lg.propagate = False
+            if not lg.isEnabledFor(logging.DEBUG):
+                lg.setLevel(logging.DEBUG)
+
+    def _uninstall_log_capture(self) -> None:
+        if not self._log_on:
+            return
+        for lg, level, propagate in self._log_state:
+            lg.removeHandler(self._handler)
+            if lg.level != level:
+                lg.setLevel(level)
+            lg.propagate = propagate
+        self._log_state = []
+        self._log_on = False
+
+    def uninstall(self) -> None:
+        """Close every window and take everything out of torch."""
+        self.close_all()
+        self._uninstall_hooks()
+        self._uninstall_log_capture()
+
+    # -- hooks (hot path: keep them small) ---------------------------------
+    def _callback_from_stance(self, callback: Any) -> Any:
+        result = self._orig_cfs(callback)
+        if callback is None:  # torch._dynamo.disable's wrappers: never a compiled call
+            return result
+        f = sys._getframe(1)
+        if f.f_code is self._cw_code and self._get_ident() in self._threads:
+            self._calls += 1
+            if self._act is not None:
+                self._end_activation(self._act)
+            if self._pending is not None:
+                self._settle_miss()
+            stance = self._ef._stance.stance
+            act = _Activation(id(f), 0.0, stance, result, callback)
+            if stance in _EAGER_STANCES or result in (None, False):
+                act.target = self._fn_of(callback, f)
+            self._act = act
+            self._acts[act.frame_id] = act
+            act.t0 = self._clock()
+        return result
+
+    def _fn_of(self, callback: Any, frame: Any) -> Any:
+        """The function a compile_wrapper frame calls (its local ``fn``), cached
+        per torch.compile object: reading a frame's locals costs microseconds."""
+        fn = self._fns.get(callback, _MISSING)
+        if fn is _MISSING:
+            fn = self._fns[callback] = frame.f_locals.get("fn")
+        return fn
+
+    def _end_activation(self, act: _Activation) -> None:
+        """A torch.compile call ended (or the next began) without a lookup or a
+        compile of its own frame: the function ran without compiled code."""
+        self._act = None
+        if not act.consumed:
+            self._events.append(("eager", (act.stance, act.target), 0.0, 0.0))
+
+    def _guard_hook(self, cache_hit: bool) -> bool:
+        t = self._clock()
+        if self._threads and self._get_ident() in self._threads:
+            if self._pending is not None:
+                self._settle_miss()
+            if cache_hit:
+                self._hits += 1
+            else:
+                self._misses += 1
+            caller = sys._getframe(1)
+            act = self._act
+            owner = None
+            if act is not None and not act.consumed:
+                # most often torch.compile's wrapper itself made the call
+                owner = caller if id(caller) == act.frame_id else _find_owner(caller, act.frame_id)
+            if owner is not None:
+                # the lookup of the very function a torch.compile call handed
+                # to Dynamo: timed from that moment to now
+                act.consumed = True
+                key = act.target = self._fn_of(act.key, owner)
+                self._events.append(("timed", (key, cache_hit), t - act.t0, t))
+            else:
+                # a lookup further down (a resume function after a graph
+                # break, a frame compiled on its own): no start to time from;
+                # it belongs to the innermost torch.compile call still running
+                act = self._running_call(caller)
+                key = act.target if act is not None else _caller_key(caller)
+                self._events.append(("untimed", (key, cache_hit), 0.0, t))
+            if not cache_hit:
+                stance = act.stance if act is not None else self._ef._stance.stance
+                self._pending = MissEvent(key, stance)
+                self._pending_code = None
+                self._miss_list.append(self._pending)
+        prev = self._prev_guard_hook
+        if prev is not None:
+            return prev(cache_hit)
+        return cache_hit
+
+    def _running_call(self, frame: Any) -> _Activation | None:
+        """The innermost torch.compile call whose compile_wrapper frame is on
+        the stack above ``frame`` (a resume function belongs to the function
+        that broke, not to a compiled function it called before)."""
+        f = frame
+        cw = self._cw_code
+        for _ in range(_OWNER_WALK_LIMIT):
+            if f is None:
+                return None
+            if f.f_code is cw:
+                act = self._acts.get(id(f))
+                if act is None:
+                    return None
+                if act.target is None:
+                    act.target = self._fn_of(act.key, f)
+                return act
+            f = f.f_back
+        return None
+
+    def _settle_miss(self) -> None:
+        """The pending miss ended without a compile record: what torch did
+        instead follows from the stance in force at that call."""
+        miss = self._pending
+        self._pending = None
+        self._pending_code = None
+        if miss is None or miss.outcome != MISS_NONE:
+            return
+        if miss.stance == "eager_on_recompile":
+            miss.outcome = MISS_EAGER
+            return
+        if miss.stance == "force_eager":
+            return
+        if miss.stance == "fail_on_recompile" and torch_version() < REFUSAL_GUARDS_SINCE:
+            # before 2.10 fail_on_recompile's callback raises without listing
+            # the guards (so no reasons call marked it): a miss it did not
+            # compile is its refusal
+            miss.outcome = MISS_REFUSED
+            return
+        code = self._code_of(miss.key)
+        limit = self._limits.get(code) if code is not None else None
+        if limit is not None:
+            if _cache_entry_count(code):
+                miss.outcome = MISS_LIMIT
+                miss.limit = limit
+            else:  # torch.compiler.reset() ran since: the limit is gone
+                self._limits.pop(code, None)
+
+    def _reasons_wrapper(self, orig: Any) -> Any:
+        """torch lists every cache entry's failed guard before it recompiles
+        (and before fail_on_recompile refuses): keep the whole list."""
+
+        def get_and_maybe_log_recompilation_reasons(*args: Any, **kwargs: Any) -> Any:
+            reasons = orig(*args, **kwargs)
+            miss = self._pending
+            if miss is not None and self._get_ident() in self._threads:
+                try:
+                    frame = args[1] if len(args) > 1 else kwargs.get("frame")
+                    self._pending_code = getattr(frame, "f_code", None)
+                    miss.failures = [str(r) for r in reasons or ()]
+                    miss.defined = _identity_context(frame, miss.failures)
+                    skip = kwargs.get("skip_logging", args[3] if len(args) > 3 else False)
+                    if skip and miss.stance == "fail_on_recompile":
+                        # only fail_on_recompile's callback asks without logging:
+                        # it raises right after
+                        miss.outcome = MISS_REFUSED
+                        self._pending = None
+                except Exception:  # a nicety: never break torch
+                    pass
+            return reasons
+
+        get_and_maybe_log_recompilation_reasons._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return get_and_maybe_log_recompilation_reasons
+
+    def _user_compiler_wrapper(self, orig: Any) -> Any:
+        """Dynamo hands each graph to the backend here: read its inputs'
+        sizes and the shape environment's symbols before it does."""
+        recorder = self
+
+        def call_user_compiler(og: Any, gm: Any, example_inputs: Any) -> Any:
+            if recorder._threads and recorder._get_ident() in recorder._threads:
+                try:
+                    act = recorder._act
+                    stance = act.stance if act is not None else ""
+                    recorder._shapes = _graph_shapes(og, gm, stance)
+                except Exception:  # a nicety: never break a compile
+                    recorder._shapes = None
+            return orig(og, gm, example_inputs)
+
+        call_user_compiler._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return call_user_compiler
+
+    def _exceeds_wrapper(self, orig: Any) -> Any:
+        def exceeds_recompile_limit(*args: Any, **kwargs: Any) -> Any:
+            result = orig(*args, **kwargs)
+            miss = self._pending
+            if miss is not None and self._get_ident() in self._threads:
+                try:
+                    exceeded, config_name = result
+                    if exceeded:
+                        miss.limit = LimitHit(
+                            frame=_describe_frame(self._pending_code, miss.key),
+                            config=str(config_name),
+                            limit=_config_value(config_name),
+                        )
+                except Exception:
+                    pass
+            return result
+
+        exceeds_recompile_limit._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return exceeds_recompile_limit
+
+    def _on_record(self, rec: Any) -> None:
+        orig = self._orig_chromium
+        if orig is not None:
+            orig(rec)
+        if not self._threads or self._get_ident() not in self._threads:
+            return
+        self._records.append(rec)
+        info = RecordInfo()
+        exc = sys.exc_info()[1]
+        if exc is not None:
+            info.exception = type(exc).__name__
+        aot = _aot_dispatch_count()
+        # torch clears its timings on reset: a drop still means it ran if any
+        info.aot_autograd = aot > self._aot_seen or (0 < aot < self._aot_seen)
+        self._aot_seen = aot
+        cid = str(getattr(rec, "compile_id", ""))
+        info.module = self._module_by_id.pop(cid, None)
+        miss = self._pending
+        if is_frame_compile(rec):
+            info.code = self._pending_code or _compiling_code(sys._getframe(1))
+            info.shapes, self._shapes = self._shapes, None
+        if miss is not None and self._pending_code is not None and is_frame_compile(rec):
+            # the compile (or the refused attempt) that the last miss led to
+            code = self._pending_code
+            self._learn_code(miss.key, code)
+            self._pending = None
+            self._pending_code = None
+            miss.compile_id = cid
+            info.guard_failures = list(miss.failures)
+            limit = miss.limit or _limit_from_record(rec, code or miss.key)
+            if limit is not None:
+                limit.compile_id = cid
+                miss.limit = info.limit = limit
+                miss.outcome = MISS_LIMIT
+                if isinstance(code, types.CodeType):
+                    self._limits[code] = limit
+            else:
+                miss.outcome = MISS_COMPILED
+            if getattr(rec, "co_name", None) is None:
+                info.frame = _describe_frame(code, miss.key)
+        elif getattr(rec, "co_name", None) is None and is_frame_compile(rec):
+            limit = _limit_from_record(rec, None)
+            info.limit = limit
+        act = self._act
+        if is_frame_compile(rec):
+            info.example_calls = _example_calls(rec)
+            if act is not None:
+                if info.module is None and is_module_wrapper(rec):
+                    info.module = inline_wrapped(sys._getframe(1), act.frame_id)
+                info.backend = backend_name(act.callback())
+                owner = None if act.consumed else _direct_owner(sys._getframe(1), act.frame_id)
+                if owner is not None:
+                    # a cold compile of the called frame itself (no lookup
+                    # before it: the cache was empty)
+                    act.consumed = True
+                    if act.target is None:
+                        act.target = self._fn_of(act.key, owner)
+                    self._learn_code(act.target, info.code)
+                elif not act.consumed and act.stance in _EAGER_STANCES:
+                    info.during_eager_call = True
+        self._info[id(rec)] = info
+
+    def _learn_code(self, key: Any, code: Any) -> None:
+        if key is not None and isinstance(code, types.CodeType):
+            self._codes[id(key)] = (_weak(key), code)
+
+    def _code_of(self, key: Any) -> Any:
+        """The code object torch compiles for what a lookup was attributed to."""
+        if isinstance(key, types.CodeType):
+            return key
+        entry = self._codes.get(id(key))
+        if entry is not None and entry[0]() is key:
+            return entry[1]
+        code = getattr(key, "__code__", None)
+        return code if isinstance(code, types.CodeType) else None
+
+    def _budgets(self, window: Window, keys: list[Any]) -> list[FrameBudget]:
+        codes: dict[Any, Any] = {}
+        for rec in window.records:
+            info = window.info.get(id(rec))
+            code = getattr(info, "code", None)
+            if isinstance(code, types.CodeType):
+                codes.setdefault(code, None)
+        for key in keys:
+            code = self._code_of(key)
+            if code is not None and codes.get(code) is None:
+                codes[code] = key
+        if not codes:
+            return []
+        name = recompile_limit_name()
+        limit = _config_value(name)
+        out = []
+        for code, key in codes.items():
+            n = _cache_entry_count(code, unknown=None)
+            if n:
+                out.append(FrameBudget(_describe_frame(code, key), n, limit, name))
+        return out
+
+    def _testing_hook(self, guard_manager: Any, local_scope: Any, *rest: Any) -> None:
+        # torch 2.8 passes (guard_manager, local_scope), 2.9+ add the
+        # builder (see TESTING_HOOK_BUILDER_SINCE): take either, pass on as given
+        prev = self._prev_testing_hook
+        if prev is not None:
+            prev(guard_manager, local_scope, *rest)
+        if not self._threads or self._get_ident() not in self._threads:
+            return
+        try:
+            from torch._guards import CompileContext
+
+            builder = rest[0] if rest else None
+            mod = _module_in_scope(local_scope, getattr(builder, "f_code", None))
+            if mod is not None:
+                cid = str(CompileContext.current_compile_id())
+                self._module_by_id[cid] = _module_location(mod)
+        except Exception:  # naming is a nicety: never break a compile
+            return
+
+    def _on_graph_break(self, record: Any) -> None:
+        if not self._threads or self._get_ident() not in self._threads:
+            return
+        event = parse_graph_break(record)
+        if event is not None:
+            event.time_s = getattr(record, "created", None)
+            self._breaks.append(event)
+
+    # -- windows ----------------------------------------------------------
+    def start(self) -> _Mark:
+        """Open a measuring window (installing the hooks if none was open)."""
+        if not self._marks:
+            self._clear_running()
+            self._install_log_capture()
+            self._install_hooks()
+        elif self._sentinel_gone():
+            self._register_sentinel()
+        ident = self._get_ident()
+        self._threads[ident] = self._threads.get(ident, 0) + 1
+        mark = _Mark(
+            thread=ident,
+            hits=self._hits,
+            misses=self._misses,
+            calls=self._calls,
+            records=len(self._records),
+            breaks=len(self._breaks),
+            events=len(self._events),
+            miss_events=len(self._miss_list),
+            generation=self._reset_hits,
+            counters=None if self._log_on else _graph_break_counters(),
+        )
+        self._marks.append(mark)
+        return mark
+
+    def stop(self, mark: _Mark) -> Window:
+        """Close the window opened with ``mark`` and return what it saw."""
+        if mark.closed or mark not in self._marks:
+            return Window()
+        if self._pending is not None:
+            self._settle_miss()
+        if self._act is not None and mark is self._marks[0]:
+            self._end_activation(self._act)
+        reset_seen = self._sentinel_gone()
+        if reset_seen:
+            self._limits.clear()
+            self._reset_hits += 1
+            self._register_sentinel()
+        window = self._window(mark)
+        window.reset_seen = reset_seen or self._reset_hits != mark.generation
+        mark.closed = True
+        self._marks.remove(mark)
+        n = self._threads.get(mark.thread, 0) - 1
+        if n > 0:
+            self._threads[mark.thread] = n
+        else:
+            self._threads.pop(mark.thread, None)
+        if not self._marks:
+            self._uninstall_hooks()
+            self._clear_running()
+        return window
+
+    def _window(self, mark: _Mark) -> Window:
+        records = self._records[mark.records :]
+        info = {id(r): self._info.get(id(r), RecordInfo()) for r in records}
+        window = Window(
+            records=records,
+            info=info,
+            hits=self._hits - mark.hits,
+            misses=self._misses - mark.misses,
+            compiled_calls=self._calls - mark.calls,
+            graph_breaks=list(self._breaks[mark.breaks :]),
+        )
+        if mark.counters is not None:  # no log artifact in this torch
+            window.break_source = "counters"
+            window.graph_breaks = _breaks_from_counters(mark.counters)
+        targets: dict[Any, Target] = {}
+        keys: list[Any] = []
+        for kind, key, seconds, at in self._events[mark.events :]:
+            if kind == "eager":
+                stance, fn = key
+                window.eager_calls[stance] = window.eager_calls.get(stance, 0) + 1
+                t = _target(targets, fn)
+                t.eager_calls += 1
+                continue
+            obj, hit = key
+            if obj not in keys:
+                keys.append(obj)
+            t = _target(targets, obj)
+            if kind == "timed":
+                t.timed += 1
+                t.seconds += seconds
+                t.samples.append(seconds)
+            else:
+                t.untimed += 1
+            window.lookup_times.append((at, seconds, bool(hit), kind == "timed", t.name))
+            if not hit:
+                t.misses += 1
+        window.targets = list(targets.values())
+        window.budgets = self._budgets(window, keys)
+        for miss in self._miss_list[mark.miss_events :]:
+            window.miss_events.append(
+                MissEvent(
+                    key=describe_callable(miss.key),
+                    stance=miss.stance,
+                    outcome=miss.outcome,
+                    failures=list(miss.failures),
+                    limit=miss.limit,
+                    compile_id=miss.compile_id,
+                    defined=dict(miss.defined),
+                )
+            )
+        return window
+
+    def close_all(self) -> None:
+        """Close every open window (unloading with a block still open)."""
+        for mark in list(self._marks):
+            self.stop(mark)
+
+    @property
+    def open(self) -> bool:
+        return bool(self._marks)
+
+    @property
+    def open_windows(self) -> int:
+        return len(self._marks)
+
+    @property
+    def compiles_so_far(self) -> int:
+        """Compile records collected since the outermost window opened."""
+        return len(self._records)
+
+
+@dataclass(frozen=True)
+class _TorchHooks:
+    """The torch modules whose hooks the recorder sets (imported once)."""
+
+    ef: Any
+    c_eval_frame: Any
+    guards: Any
+    utils: Any
+    callback_handler: Any
+    convert_frame: Any
+    output_graph: Any
+
+
+@functools.cache
+def _torch_hooks() -> _TorchHooks:
+    require_torch()
+    import torch._dynamo.convert_frame as convert_frame
+    import torch._dynamo.guards as guards
+    import torch._dynamo.output_graph as output_graph
+    from torch._C._dynamo import eval_frame as c_eval_frame
+    from torch._dynamo import utils
+    from torch._dynamo.callback import callback_handler
+
+    if not hasattr(c_eval_frame, "set_guard_complete_hook"):
+        raise TorchSupportError(
+            f"torch {_torch_str()} has no set_guard_complete_hook; cache hits cannot be counted"
+        )
+    return _TorchHooks(
+        _eval_frame(), c_eval_frame, guards, utils, callback_handler, convert_frame, output_graph
+    )
+
+
+def _target(targets: dict[Any, Target], obj: Any) -> Target:
+    key = id(obj) if not isinstance(obj, types.CodeType) else obj
+    t = targets.get(key)
+    if t is None:
+        name, filename, line = describe_callable(obj)
+        t = targets[key] = Target(name=name, filename=filename, line=line)
+    return t
+
+
+class _BreakHandler(logging.Handler):
+    """Hands the records of torch's graph_breaks log artifact to the recorder."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__(logging.DEBUG)
+        self._recorder = recorder
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._recorder._on_graph_break(record)

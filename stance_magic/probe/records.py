@@ -1,0 +1,237 @@
+"""torch's compile records (``CompilationMetrics``): what kind each is, its
+phases and total, the recompile limit it hit, cache entries and limits."""
+
+from __future__ import annotations
+
+import re
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .frames import _describe_frame
+from .shapes import GraphShapes
+from .version import _eval_frame, require_torch
+
+
+@dataclass
+class LimitHit:
+    """A frame that reached torch's recompile limit: torch runs it eagerly
+    from then on whenever none of its cache entries matches."""
+
+    #: (name, file, line) of the frame, as the report names it
+    frame: tuple[str, str, int | None]
+    #: torch's config name (``recompile_limit``, ``accumulated_recompile_limit``)
+    config: str
+    limit: int | None
+    compile_id: str | None = None
+
+
+@dataclass
+class FrameBudget:
+    """A frame's cache entries against torch's recompile limit, at the end of
+    a window: torch stops compiling the frame when they reach the limit."""
+
+    frame: tuple[str, str, int | None]
+    entries: int
+    limit: int | None
+    config: str
+
+
+@dataclass
+class RecordInfo:
+    """What the recorder learnt about one compile record while it was made."""
+
+    module: tuple[str, str, int | None] | None = None
+    backend: str | None = None
+    #: compiled while a call ran eagerly (eager_then_compile's first call)
+    during_eager_call: bool = False
+    #: calls eager_then_compile had seen of this frame when it compiled
+    example_calls: int | None = None
+    #: the frame whose lookup missed, for a record torch wrote without a
+    #: code name (the one that hit the recompile limit)
+    frame: tuple[str, str, int | None] | None = None
+    #: the recompile limit this attempt hit (torch then ran the frame eagerly)
+    limit: LimitHit | None = None
+    #: every cache entry's failed guard, as torch listed them before recompiling
+    guard_failures: list[str] = field(default_factory=list)
+    #: AOTAutograd ran in this compile (False: the backend never used it)
+    aot_autograd: bool | None = None
+    #: an exception was propagating when torch wrote the record: the compile
+    #: did not finish (a backend raised, the cell was interrupted)
+    exception: str | None = None
+    #: the code object compiled (torch's _compile had it), for its cache entries
+    code: Any = field(default=None, repr=False, compare=False)
+    #: the graph's inputs as handed to the backend (None: no graph reached one)
+    shapes: GraphShapes | None = None
+
+
+def _example_calls(rec: Any) -> int | None:
+    """Calls eager_then_compile had seen of a record's frame when it compiled."""
+    inputs = getattr(_eval_frame(), "_EXAMPLE_INPUTS", None)
+    if not inputs:
+        return None
+    key = f"{getattr(rec, 'co_filename', '')}{getattr(rec, 'co_firstlineno', '')}"
+    seen = inputs.get(key)
+    return len(seen) if seen is not None else None
+
+
+def is_module_wrapper(rec: Any) -> bool:
+    """torch.compile(module) compiles a wrapper frame around the module call."""
+    filename = getattr(rec, "co_filename", None) or ""
+    return getattr(rec, "co_name", None) == "inner" and filename.endswith(
+        ("_dynamo/external_utils.py",)
+    )
+
+
+def record_phases(rec: Any, aot_autograd: bool | None = None) -> dict[str, float]:
+    """Exclusive compile phases of one CompilationMetrics record, in seconds.
+
+    torch's cumulative fields nest (Dynamo contains AOTAutograd contains
+    Inductor contains code generation); they are unnested here so that the
+    phases add up to the record's total. ``backend`` is Inductor's own time
+    without code generation, or the whole backend call for a backend that
+    does not go through AOTAutograd (``eager``, a user's callable).
+
+    ``aot_autograd=False`` says AOTAutograd never ran in this compile (the
+    recorder saw it build no dispatcher): torch's
+    ``aot_autograd_cumulative_compile_time_us`` then times the whole backend
+    call, which is the backend's time, not AOTAutograd's.
+    """
+
+    def us(name: str) -> float:
+        v = getattr(rec, name, None)
+        return (v or 0) / 1e6
+
+    total = record_total_s(rec)
+    inductor = us("inductor_cumulative_compile_time_us")
+    codegen = min(us("inductor_code_gen_cumulative_compile_time_us"), inductor)
+    if getattr(rec, "is_forward", True) is False:
+        # A lazily compiled backward graph: AOTAutograd (and Inductor under it).
+        dynamo, aot, backend = 0.0, total - inductor, inductor - codegen
+    else:
+        dynamo_total = min(us("dynamo_cumulative_compile_time_us") or total, total)
+        aot_total = us("aot_autograd_cumulative_compile_time_us")
+        if aot_total and aot_autograd is False:
+            backend_total = min(aot_total, dynamo_total)
+            aot = 0.0
+            backend = backend_total - codegen
+        elif aot_total:
+            backend_total = min(aot_total, dynamo_total)
+            aot = backend_total - inductor
+            backend = inductor - codegen
+        else:
+            backend_total = min(getattr(rec, "backend_compile_time_s", None) or 0.0, dynamo_total)
+            aot = 0.0
+            backend = backend_total - codegen
+        dynamo = dynamo_total - backend_total
+    parts = {
+        "dynamo": max(dynamo, 0.0),
+        "aot_autograd": max(aot, 0.0),
+        "backend": max(backend, 0.0),
+        "codegen": max(codegen, 0.0),
+    }
+    parts["other"] = max(total - sum(parts.values()), 0.0)
+    return parts
+
+
+def record_total_s(rec: Any) -> float:
+    """Wall seconds torch attributes to one compile record."""
+    v = getattr(rec, "entire_frame_compile_time_s", None)
+    if v is None:
+        d = getattr(rec, "duration_us", None)
+        v = (d or 0) / 1e6
+    return float(v)
+
+
+def is_frame_compile(rec: Any) -> bool:
+    """A Dynamo frame compile (not a lazy backward nor a runtime record).
+
+    torch writes the attempt that hits the recompile limit without a code
+    name, with its ``fail_type`` set: it counts as a (failed) frame compile.
+    """
+    return (
+        getattr(rec, "is_forward", True) is not False
+        and not getattr(rec, "is_runtime", False)
+        and (getattr(rec, "co_name", None) is not None or bool(getattr(rec, "fail_type", None)))
+    )
+
+
+_LIMIT_TEXT = re.compile(
+    r"exceeding the (?P<name>\w+) cache size limit \(currently set to (?P<n>\d+)\)"
+)
+
+
+def _limit_from_record(rec: Any, frame_of: Any) -> LimitHit | None:
+    """The recompile limit a failed record says it hit, read from torch's text
+    (when the limit check itself was not seen)."""
+    reason = getattr(rec, "fail_reason", None) or ""
+    # 2.13: "Dynamo recompile limit exceeded …"; 2.8: "recompile_limit reached"
+    if not any(k in reason.lower() for k in ("recompile limit", "recompile_limit", "cache_size")):
+        return None
+    m = _LIMIT_TEXT.search(reason)
+    name = m.group("name") if m else recompile_limit_name()
+    limit = int(m.group("n")) if m else _config_value(name)
+    frame = _describe_frame(frame_of, None)
+    return LimitHit(frame=frame, config=name, limit=limit, compile_id=None)
+
+
+def recompile_limit_name() -> str:
+    """The installed torch's name for the per-frame recompile limit."""
+    from torch._dynamo import config
+
+    return "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+
+
+def dynamo_config_flag(name: str) -> bool | None:
+    """A boolean of ``torch._dynamo.config`` (None where this torch has none)."""
+    from torch._dynamo import config
+
+    value = getattr(config, name, None)
+    return value if isinstance(value, bool) else None
+
+
+def _config_value(name: Any) -> int | None:
+    from torch._dynamo import config
+
+    value = getattr(config, str(name), None)
+    return value if isinstance(value, int) else None
+
+
+def _cache_entry_count(code: Any, unknown: int | None = 1) -> int | None:
+    """Cache entries a code object has now (0 after torch.compiler.reset());
+    ``unknown`` where it cannot be told."""
+    if code is None or not isinstance(code, types.CodeType):
+        return unknown
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    try:
+        return len(_debug_get_cache_entry_list(code))
+    except Exception:
+        return unknown
+
+
+def _aot_dispatch_count() -> int:
+    """How many times AOTAutograd built a dispatcher in this process (torch
+    times each under this name); a compile that adds none never ran it."""
+    from torch._dynamo.utils import compilation_time_metrics
+
+    return len(compilation_time_metrics.get("create_aot_dispatcher_function", ()))
+
+
+def is_backward_compile(rec: Any) -> bool:
+    return getattr(rec, "is_forward", True) is False and not getattr(rec, "is_runtime", False)
+
+
+def cache_entries(fn: Callable[..., Any]) -> list[Any]:
+    """Cache entries of a function (pass the original, not the compiled wrapper)."""
+    require_torch()
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    code = getattr(fn, "__code__", fn)
+    return list(_debug_get_cache_entry_list(code))
+
+
+def deque_limit() -> int | None:
+    from torch._dynamo import utils
+
+    return utils._compilation_metrics.maxlen

@@ -1,0 +1,117 @@
+"""Every difference between the torch releases stance_magic supports, each
+named for the releases it serves (the README's torch-release table lists them)."""
+
+from __future__ import annotations
+
+import os
+import weakref
+from typing import Any, Callable
+
+from .frames import _is_module, describe_callable
+
+#: 2.8 calls ``guard_manager_testing_hook_fn(guard_manager, local_scope)``;
+#: 2.9 added the guard builder (whose ``f_code`` names the compiled frame).
+#: A hook of the wrong arity raises inside Dynamo and breaks the user's
+#: compile, so the recorder's hook takes both forms.
+TESTING_HOOK_BUILDER_SINCE = (2, 9)
+
+#: From 2.10 a recompile reason ends each failed guard with torch's pointer to
+#: its source line (``  # return x * n  # file:line in fn``); 2.8 gives the
+#: guard alone, and the report then has no guard source (2.9 not tested).
+GUARD_SOURCE_SINCE = (2, 10)
+
+#: From 2.10 a ``fail_on_recompile`` refusal names the guards that failed;
+#: 2.8's and 2.9's errors say only "Detected recompile", and the report names none.
+REFUSAL_GUARDS_SINCE = (2, 10)
+
+#: Up to this release torch's profiler also emits a ``TorchDynamo Cache
+#: Lookup`` event for frames with nothing compiled (the cold call itself and
+#: torch's own frames run by a fresh graph: 9 for one cold compile of a
+#: lambda in 2.8, none in 2.13): ``-g`` then counts and times those too, and
+#: the report says so.
+PROFILER_EMPTY_LOOKUPS_UNTIL = (2, 12)
+
+#: The attribute that links a Dynamo callback to the callback or backend it
+#: wraps: ``_torchdynamo_orig_callable`` in 2.8, ``_torchdynamo_orig_backend``
+#: from 2.9 (where the former only links torch.compile's wrapper to the
+#: user's function); ``eval_frame.innermost_backend`` follows it from 2.13.
+#: Both are followed, newest first.
+BACKEND_LINKS = ("_torchdynamo_orig_backend", "_torchdynamo_orig_callable")
+
+
+def callback_ref(callback: Any) -> Callable[[], Any]:
+    """A weak reference to the callback torch runs a frame with (``ref()`` gives
+    it back, or None once torch dropped it).
+
+    torch 2.8 builds a new callback for every call under ``eager_then_compile``
+    / ``aot_eager_then_compile`` and tells cache entries apart by its
+    address: the cache hits only because the previous call's callback is
+    freed and its address reused. Holding it a moment longer makes every
+    call recompile, so the recorder never holds it (2.9 and later link each
+    new callback to the one torch.compile made, and are unaffected).
+    """
+    try:
+        return weakref.ref(callback)
+    except TypeError:  # None, False, True: nothing to hold
+        return lambda: callback
+
+
+def inline_wrapped(frame: Any, owner: int) -> tuple[str, str, int | None] | None:
+    """What torch.compile's ``external_utils.wrap_inline`` wrapper (the
+    compiled frame ``inner``) calls, named as the report names a callable.
+
+    torch wraps a function it cannot see the source of (2.8 and 2.10 here:
+    ``inspect.getsourcefile`` is None, as for code ``exec``'d from a string);
+    its records then name ``inner`` in torch's own file. The wrapper is the
+    ``fn`` of the torch.compile call (the compile_wrapper frame ``owner``, up
+    from ``frame``), and it keeps the function as ``__wrapped__``.
+    """
+    f = frame
+    for _ in range(400):
+        if f is None:
+            return None
+        if id(f) == owner:
+            fn = getattr(f.f_locals.get("fn"), "__wrapped__", None)
+            if fn is None or _is_module(fn):
+                return None
+            return describe_callable(fn)
+        f = f.f_back
+    return None
+
+
+def innermost_backend(callback: Any) -> Any:
+    """The backend at the bottom of a Dynamo callback's wrapper chain.
+
+    torch 2.13+ has ``eval_frame.innermost_backend``; older releases link the
+    same chain through ``_torchdynamo_orig_callable`` (see
+    :data:`BACKEND_LINKS`), and 2.8's delayed-compile callback of
+    ``eager_then_compile`` / ``aot_eager_then_compile`` (``callback_fn``) has
+    no link at all: the callback it wraps is in its closure.
+    """
+    fn = callback
+    for _ in range(32):
+        nxt = None
+        for attr in BACKEND_LINKS:
+            nxt = getattr(fn, attr, None)
+            if nxt is not None:
+                break
+        if nxt is None:
+            nxt = _delayed_compile_callback_of(fn)
+        if nxt is None or not callable(nxt):
+            return fn
+        fn = nxt
+    return fn
+
+
+def _delayed_compile_callback_of(fn: Any) -> Any:
+    """torch 2.8: the callback closed over by ``_create_delayed_compile_callback``."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_name != "callback_fn" or "callback" not in code.co_freevars:
+        return None
+    if not code.co_filename.endswith(os.path.join("_dynamo", "eval_frame.py")):
+        return None
+    cell = fn.__closure__[code.co_freevars.index("callback")]
+    try:
+        return cell.cell_contents
+    except ValueError:  # pragma: no cover - an empty cell
+        return None
