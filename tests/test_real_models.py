@@ -581,7 +581,8 @@ def test_gpt2_at_its_recompile_limit_against_torch(sh):
     rep = last(sh)
     recs = frame_records(records_between(t0, t1))
     refused = [r for r in recs if r.co_name is None]
-    assert len(refused) == 1 and refused[0].fail_type == "Unsupported"
+    assert len(refused) == 1  # 2.13: fail_type Unsupported, 2.8: RecompileLimitExceeded
+    assert refused[0].fail_type in ("Unsupported", "RecompileLimitExceeded")
     assert sh.user_ns["cc"].frame_count == rep.graphs == 3
     # every recompile torch logged, and each entry's failed guard
     assert len(rep.recompiles) == len(logs["recompiles"]) == 3
