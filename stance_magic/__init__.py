@@ -22,9 +22,11 @@ __all__ = [
     "StanceError",
     "current_stance",
     "history",
+    "load_cache",
     "load_ipython_extension",
     "measure",
     "panel",
+    "save_cache",
     "set_session_stance",
     "supported_stances",
     "unload_ipython_extension",
@@ -39,6 +41,9 @@ _LAZY = {
     "CellReport": "report",
     "RankReport": "ranks",
     "panel": "widget",
+    "save_cache": "warm",
+    "load_cache": "warm",
+    "CacheInfo": "warm",
 }
 
 

@@ -645,6 +645,7 @@ class Measurement:
         self._recorder = engine.recorder
         self._done = False
         self._mark = self._recorder.start()
+        self._cache_mark = _cache_watch_start()
         engine._open_measures.append(self)
         self._profiler: probe.CellProfiler | None = None
         self._profiler_error: str | None = None
@@ -671,6 +672,7 @@ class Measurement:
             profiled, memory = self._profiler.stop()
         window = self._recorder.stop(self._mark)
         window.profiled_lookups = profiled
+        cache_events = _cache_watch_stop(self._cache_mark)
         build_report(
             self.report,
             window=window,
@@ -681,6 +683,7 @@ class Measurement:
             label=self.label,
             index=len(self.engine.history) + 1,
         )
+        _add_cache_figures(self.report, window, cache_events, self.engine.history)
         self.report.memory = memory
         for fig in memory:
             if fig.note:
@@ -703,3 +706,32 @@ def get_engine() -> Engine:
     if _ENGINE is None:
         _ENGINE = Engine()
     return _ENGINE
+
+
+def _cache_watch_start() -> Any:
+    """Open a window on torch's compile-cache events (see probe_caches)."""
+    from . import probe_caches
+
+    try:
+        return probe_caches.watch().start()
+    except Exception:  # pragma: no cover - never fail a measurement over it
+        return None
+
+
+def _cache_watch_stop(mark: Any) -> list[Any]:
+    from . import probe_caches
+
+    if mark is None:
+        return []
+    try:
+        return probe_caches.watch().stop(mark)[0]
+    except Exception:  # pragma: no cover
+        return []
+
+
+def _add_cache_figures(rep: Any, window: Any, events: list[Any], history: list[Any]) -> None:
+    """Compile time by where it came from (the compile caches), on ``rep``."""
+    from . import warm
+    from .report import add_cache_figures
+
+    add_cache_figures(rep, window, events, history, loaded=warm.loaded_keys())

@@ -26,7 +26,7 @@ from .engine import (
     supported_stances,
 )
 
-COMMANDS = ("watch", "history", "reset", "panel")
+COMMANDS = ("watch", "history", "reset", "panel", "cache")
 
 
 def _parser() -> MagicArgumentParser:
@@ -145,6 +145,11 @@ class StanceMagics(Magics):
                                         shown again); the chart needs a front end
                                         that shows images (Jupyter)
             %stance reset               forget all compiled code (torch.compiler.reset())
+            %stance cache save PATH     write this process's compile-cache artifacts
+                                        (Inductor, AOTAutograd; torch 2.7+) to PATH
+            %stance cache load PATH     load them (same torch), so that the next
+                                        compile of those graphs loads them: a warm
+                                        start after a kernel restart
             %stance panel               a widget panel to toggle the stance
 
         Options
@@ -375,6 +380,20 @@ class StanceMagics(Magics):
         except PanelUnavailable as err:
             print(f"stance_magic: {err}", file=sys.stderr)
             return None
+
+    def _cmd_cache(self, args: Any, rest: list[str]) -> Any:
+        """``%stance cache save PATH`` / ``%stance cache load PATH`` (see stance_magic.warm)."""
+        from . import warm
+
+        if len(rest) != 2 or rest[0] not in ("save", "load"):
+            raise UsageError("usage: %stance cache save PATH | %stance cache load PATH")
+        try:
+            info = (warm.save_cache if rest[0] == "save" else warm.load_cache)(rest[1])
+        except warm.WarmStartError as err:
+            raise UsageError(f"%stance cache {rest[0]}: {err}") from None
+        if not args.quiet:
+            _display(str(info), info._repr_html_())
+        return None
 
     # -- the cell form --------------------------------------------------------
     def _cell(self, args: Any, cell: str) -> Any:

@@ -58,6 +58,7 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
         comp += f"  ({_breakdown(rep)})"
     rows.append(("compile time", comp, []))
     rows.append(("compiles", _compiles_value(rep), [_frame_line(rep, f) for f in rep.frames]))
+    rows.extend(_cache_rows(rep))
     rows.append(("recompiles", str(len(rep.recompiles)), _recompile_lines(rep)))
     for lim in rep.recompile_limits:
         rows.append(("recompile limit", _limit_value(lim), _limit_details(lim)))
@@ -227,12 +228,20 @@ HISTORY_COLUMNS = (
 #: Shown when some cell of the history measured memory.
 MEMORY_COLUMN = ("peak_bytes", "peak mem")
 
+#: Shown when some cell of the history compiled with Inductor's caches.
+CACHE_COLUMNS = (("cache_state", "caches"), ("fx_hits_misses", "FX hits/misses"))
+
 
 def _columns(reports: Iterable[CellReport]) -> tuple[tuple[str, str], ...]:
+    reports = list(reports)
+    columns = HISTORY_COLUMNS
     if any(r.memory for r in reports):
         i = [k for k, _ in HISTORY_COLUMNS].index("guard_s") + 1
-        return (*HISTORY_COLUMNS[:i], MEMORY_COLUMN, *HISTORY_COLUMNS[i:])
-    return HISTORY_COLUMNS
+        columns = (*HISTORY_COLUMNS[:i], MEMORY_COLUMN, *HISTORY_COLUMNS[i:])
+    if any(getattr(r, "cache_state", "") for r in reports):
+        i = [k for k, _ in columns].index("compile_s") + 1
+        columns = (*columns[:i], *CACHE_COLUMNS, *columns[i:])
+    return columns
 
 
 def _cell(key: str, v: Any) -> str:
@@ -275,6 +284,11 @@ def _history_body(reports: Iterable[CellReport]) -> tuple[list[str], list[list[s
     reports = list(reports)
     columns = _columns(reports)
     rows = [r.summary_row() for r in reports]
+    for row in rows:
+        if row.get("cache_state"):
+            row["fx_hits_misses"] = f"{row['fx_cache_hits']}/{row['fx_cache_misses']}"
+        else:
+            row["fx_hits_misses"] = ""
     return [h for _, h in columns], [[_cell(k, row[k]) for k, _ in columns] for row in rows]
 
 
@@ -442,3 +456,14 @@ def _eager_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
         why = _EAGER_WHY.get(stance, stance)
         rows.append(("calls run eagerly", _plural(n, "call"), [why]))
     return rows
+
+
+def _cache_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
+    """Compile time by where it came from: Dynamo tracing, then AOTAutograd's
+    and Inductor's FX graph cache (hit: loaded; miss: generated), per compile."""
+    if not rep.cache_verdict:
+        return []
+    from .report import cache_line
+
+    details = [cache_line(f) for f in rep.frames if f.caches]
+    return [("compile caches", rep.cache_verdict, details)]
