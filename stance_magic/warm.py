@@ -66,9 +66,9 @@ class CacheInfo:
     action: str  # "saved" or "loaded"
     path: str
     torch_version: str
-    #: artifacts per kind (torch's names: inductor, aot_autograd, pgo, ...)
+    #: artifacts per kind (torch's names: inductor, aot_autograd, pgo, ...), by key
     counts: dict[str, int] = field(default_factory=dict)
-    #: their bytes per kind
+    #: their bytes per kind (every entry of the blob)
     kind_bytes: dict[str, int] = field(default_factory=dict)
     #: the file's size (header included)
     file_bytes: int = 0
@@ -131,9 +131,11 @@ def _counts(artifacts: list[Any]) -> tuple[dict[str, int], dict[str, int], dict[
     nbytes: dict[str, int] = {}
     keys: dict[str, list[str]] = {}
     for a in artifacts:
-        counts[a.kind] = counts.get(a.kind, 0) + 1
         nbytes[a.kind] = nbytes.get(a.kind, 0) + a.nbytes
-        keys.setdefault(a.kind, []).append(a.key)
+        kind_keys = keys.setdefault(a.kind, [])
+        if a.key not in kind_keys:  # torch keeps a recompiled entry twice
+            kind_keys.append(a.key)
+        counts[a.kind] = len(kind_keys)
     return counts, nbytes, keys
 
 
