@@ -23,7 +23,8 @@ model and its input (not timed); the timed cell is the first compiled call
 (with, for (c), the ``%stance cache load`` before it), measured by
 ``perf_counter`` inside the kernel, with the cell's report read back: its
 compile time, the Dynamo tracing in it (paid in every case: the caches start
-after it) and the compile caches' hits and misses. Ratios are to (a), per round
+after it) and the compile caches' hits and misses; and, from the cache directory,
+how many C++ kernels (shared objects) the kernel built. Ratios are to (a), per round
 (paired), then the median over rounds. Both models compile with Inductor
 (torch.compile's default backend): the tour's block (LayerNorm + MLP,
 1024×128, ``notebooks/01_tour.ipynb``) and GPT-2 from a small ``GPT2Config``
@@ -165,6 +166,7 @@ def one_kernel(model: str, cache_dir: Path, load: Path | None, save: Path | None
         "MPLBACKEND": "Agg",
         "TORCHINDUCTOR_CACHE_DIR": str(cache_dir),
     }
+    so_before = _compiled_kernels(cache_dir)
     t0 = time.perf_counter()
     k = Kernel(env)
     try:
@@ -179,7 +181,14 @@ def one_kernel(model: str, cache_dir: Path, load: Path | None, save: Path | None
             result["saved_bytes"] = save.stat().st_size
     finally:
         k.close()
+    # C++ kernels this kernel compiled (shared objects new in the directory):
+    # torch's mega-cache carries the generated code, not the compiled C++
+    result["kernels_compiled"] = _compiled_kernels(cache_dir) - so_before
     return result
+
+
+def _compiled_kernels(cache_dir: Path) -> int:
+    return sum(1 for _ in cache_dir.rglob("*.so"))
 
 
 def bench(models: list[str], rounds: int, work: Path) -> dict[str, Any]:
@@ -225,6 +234,7 @@ def summarize(runs: dict[str, list[dict]]) -> dict[str, Any]:
             "aot": f"{rs[-1]['aot_hits']}/{rs[-1]['aot_misses']}",
             "state": rs[-1]["state"],
             "kernel_ready_s": _stat([r["kernel_ready_s"] for r in rs]),
+            "kernels_compiled": rs[-1]["kernels_compiled"],
         }
     res["saved_bytes"] = runs["cold"][-1].get("saved_bytes")
     return res
@@ -245,7 +255,8 @@ def format_results(res: dict[str, Any]) -> str:
         lines.append(f"{model}: {MODELS[model][0]}; cache file {r['saved_bytes'] or 0} bytes")
         head = (
             f"  {'scenario':<55} {'first result':>13} {'ratio to (a)':>13} "
-            f"{'Dynamo tracing':>15} {'compile':>9} {'FX hit/miss':>11} {'AOT hit/miss':>12}"
+            f"{'Dynamo tracing':>15} {'compile':>9} {'FX hit/miss':>11} {'AOT hit/miss':>12} "
+            f"{'C++ kernels built':>17}"
         )
         lines.append(head)
         for key, label in SCENARIOS:
@@ -253,7 +264,8 @@ def format_results(res: dict[str, Any]) -> str:
             lines.append(
                 f"  {label:<55} {fmt_t(s['first_s']['median']):>13} "
                 f"{s['ratio']['median']:>12.2f}× {fmt_t(s['dynamo_s']['median']):>15} "
-                f"{fmt_t(s['compile_s']['median']):>9} {s['fx']:>11} {s['aot']:>12}"
+                f"{fmt_t(s['compile_s']['median']):>9} {s['fx']:>11} {s['aot']:>12} "
+                f"{s['kernels_compiled']:>17}"
             )
     if "tour" in res["models"]:
         ratio = res["models"]["tour"]["load"]["ratio"]["median"]

@@ -724,7 +724,7 @@ def _cache_watch_stop(mark: Any) -> list[Any]:
     if mark is None:
         return []
     try:
-        return probe_caches.watch().stop(mark)[0]
+        return probe_caches.watch().stop(mark)
     except Exception:  # pragma: no cover
         return []
 

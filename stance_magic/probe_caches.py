@@ -176,36 +176,23 @@ class CacheWatch:
         instant._stance_magic_wraps = orig  # type: ignore[attr-defined]
         return instant
 
-    def start(self) -> tuple[int, dict[tuple[str, str], int]]:
+    def start(self) -> int:
         """Open a window; the mark to pass to :meth:`stop`."""
-        require_torch()
         with self._lock:
             if self._open == 0:
                 self._install()
             self._open += 1
-        try:
-            snap = counters_snapshot()
-        except Exception:  # pragma: no cover
-            snap = {}
-        return len(self._events), snap
+        return len(self._events)
 
-    def stop(
-        self, mark: tuple[int, dict[tuple[str, str], int]]
-    ) -> tuple[list[CacheEvent], dict[tuple[str, str], int]]:
-        """Close a window: its events, and torch's counters' growth in it."""
-        start, snap = mark
-        events = self._events[start:]
-        try:
-            now = counters_snapshot()
-            grown = {k: now[k] - snap.get(k, 0) for k in now}
-        except Exception:  # pragma: no cover
-            grown = {}
+    def stop(self, mark: int) -> list[CacheEvent]:
+        """Close a window: the events logged since its mark."""
+        events = self._events[mark:]
         with self._lock:
             self._open = max(self._open - 1, 0)
             if self._open == 0:
                 self._uninstall()
                 self._events.clear()
-        return events, grown
+        return events
 
     def _install(self) -> None:
         try:

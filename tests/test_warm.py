@@ -432,3 +432,57 @@ def test_save_then_fresh_process_load_hits(cold, tmp_path, capfd, caplog):
         assert _files(empty) == []
     finally:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cold.dir)
+
+
+def test_history_columns_chart_and_export_carry_the_cache_figures(tmp_path):
+    from stance_magic import export
+    from stance_magic.plots import history_figure
+    from stance_magic.render import History
+
+    cold = CellReport(index=1, execution_count=4, frames=[_frame("0/0", seconds=7.9)])
+    add_cache_figures(
+        cold,
+        SimpleNamespace(records=[_rec("0/0", inductor_fx_local_cache_miss_count=1)]),
+        [_event("inductor", "miss", "fkey")],
+        [],
+    )
+    hot = CellReport(index=2, execution_count=5, frames=[_frame("0/0", seconds=0.3)])
+    add_cache_figures(
+        hot,
+        SimpleNamespace(records=[_rec("0/0", inductor_fx_local_cache_hit_count=1)]),
+        [_event("inductor", "hit", "fkey", saved_s=7.0)],
+        [cold],
+    )
+    for r in (cold, hot):
+        r.compiles = 1
+        r.wall_s = r.compile_s = sum(f.seconds for f in r.frames)
+    hist = History([cold, hot])
+    text = str(hist)
+    assert "caches" in text and "FX hits/misses" in text
+    assert "cold" in text.splitlines()[2] and "0/1" in text.splitlines()[2]
+    assert "warm" in text.splitlines()[3] and "1/0" in text.splitlines()[3]
+    fig = history_figure(hist)
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert "cold" in labels and "warm" in labels
+    export.write_exports(hist, tmp_path / "h.csv", tmp_path / "h.json")
+    head = (tmp_path / "h.csv").read_text().splitlines()[0].split(",")
+    new = [
+        "fx_cache_hits",
+        "fx_cache_misses",
+        "fx_cache_bypasses",
+        "aot_cache_hits",
+        "aot_cache_misses",
+        "aot_cache_bypasses",
+        "cache_state",
+        "cache_loaded_s",
+        "cache_generated_s",
+        "cache_saved_s",
+        "cache_loaded_from",
+        "cache_verdict",
+    ]
+    # the earlier keys keep their place; the new ones follow them
+    assert head == list(hot.summary_row()) and head[-len(new) :] == new
+    assert head[-len(new) - 1] == "error"
+    data = json.loads((tmp_path / "h.json").read_text())
+    assert data[1]["frames"][0]["caches"][0]["hits"] == 1
+    assert data[1]["cache_verdict"] == hot.cache_verdict
