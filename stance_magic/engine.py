@@ -616,6 +616,7 @@ class Engine:
         if self._recorder is not None:
             self._recorder.uninstall()
             self._recorder = None
+        _cache_watch_uninstall()
         self._listeners.clear()
         self.watch = False
         self._cell_thread = None
@@ -731,7 +732,17 @@ def _cache_watch_stop(mark: Any) -> list[Any]:
 
 def _add_cache_figures(rep: Any, window: Any, events: list[Any], history: list[Any]) -> None:
     """Compile time by where it came from (the compile caches), on ``rep``."""
+    if not window.records:
+        return  # nothing compiled: no cache was consulted
     from . import warm
     from .report import add_cache_figures
 
     add_cache_figures(rep, window, events, history, loaded=warm.loaded_keys())
+
+
+def _cache_watch_uninstall() -> None:
+    import sys
+
+    caches = sys.modules.get("stance_magic.probe_caches")
+    if caches is not None:
+        caches.watch().uninstall()

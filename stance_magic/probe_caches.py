@@ -146,9 +146,12 @@ def _event_from(name: str, metadata: Any) -> CacheEvent | None:
 class CacheWatch:
     """Collects :class:`CacheEvent` while at least one window is open.
 
-    The wrapper around ``CompileEventLogger.instant`` is in torch only while
-    a window is open; it passes every call on to what it replaced, and is
-    left in place (passing through) if another tool wrapped it after us.
+    The wrapper around ``CompileEventLogger.instant`` is put into torch when
+    the first window opens and stays there, idle between windows, until
+    :meth:`uninstall` (the extension's unload): swapping a class attribute per
+    cell would cost every cell about 9 µs, and torch calls it only while it
+    compiles. It passes every call on to what it replaced, and is left in
+    place (passing through) if another tool wrapped it after us.
     """
 
     def __init__(self) -> None:
@@ -157,15 +160,23 @@ class CacheWatch:
         self._orig: Any = None
         self._cls: Any = None
         self._lock = threading.Lock()
+        self._generation = 0
         self.available = True
+
+    @property
+    def installed(self) -> bool:
+        return self._cls is not None
 
     def _wrapper(self) -> Any:
         orig = self._orig
         events = self._events
+        generation = self._generation
 
         def instant(event_name: str, metadata: Any, *args: Any, **kwargs: Any) -> Any:
             try:
-                if self._open and isinstance(event_name, str):
+                # a wrapper left behind (another tool wrapped it after us, then
+                # we reinstalled) passes through without recording twice
+                if self._open and generation == self._generation and isinstance(event_name, str):
                     ev = _event_from(event_name, metadata)
                     if ev is not None:
                         events.append(ev)
@@ -179,7 +190,7 @@ class CacheWatch:
     def start(self) -> int:
         """Open a window; the mark to pass to :meth:`stop`."""
         with self._lock:
-            if self._open == 0:
+            if self._cls is None and self.available:
                 self._install()
             self._open += 1
         return len(self._events)
@@ -190,9 +201,15 @@ class CacheWatch:
         with self._lock:
             self._open = max(self._open - 1, 0)
             if self._open == 0:
-                self._uninstall()
                 self._events.clear()
         return events
+
+    def uninstall(self) -> None:
+        """Take the wrapper out of torch (windows still open see nothing more)."""
+        with self._lock:
+            self._uninstall()
+            self._open = 0
+            self._events.clear()
 
     def _install(self) -> None:
         try:
@@ -200,12 +217,12 @@ class CacheWatch:
         except ImportError:  # pragma: no cover - torch before the event logger
             self.available = False
             return
-        self._cls = CompileEventLogger
-        self._orig = CompileEventLogger.__dict__.get("instant")
-        if self._orig is None:  # pragma: no cover
-            self.available = False
+        if not isinstance(CompileEventLogger.__dict__.get("instant"), staticmethod):
+            self.available = False  # pragma: no cover - torch changed it
             return
+        self._cls = CompileEventLogger
         self._orig = CompileEventLogger.instant  # the plain function
+        self._generation += 1
         CompileEventLogger.instant = staticmethod(self._wrapper())
 
     def _uninstall(self) -> None:
@@ -216,6 +233,7 @@ class CacheWatch:
         fn = getattr(now, "__func__", now)
         if getattr(fn, "_stance_magic_wraps", None) is self._orig:
             cls.instant = staticmethod(self._orig)
+        self._generation += 1  # a wrapper left in place records nothing more
         self._orig = None
         self._cls = None
 

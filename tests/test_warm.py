@@ -486,3 +486,24 @@ def test_history_columns_chart_and_export_carry_the_cache_figures(tmp_path):
     data = json.loads((tmp_path / "h.json").read_text())
     assert data[1]["frames"][0]["caches"][0]["hits"] == 1
     assert data[1]["cache_verdict"] == hot.cache_verdict
+
+
+def test_cache_watch_stays_idle_between_cells_and_unload_removes_it(shell):
+    from torch._dynamo.utils import CompileEventLogger
+
+    watch = probe_caches.watch()
+    shell.run_cell("import torch, stance_magic")
+    shell.run_cell("%%stance -q\npass")
+    fn = CompileEventLogger.__dict__["instant"].__func__
+    assert watch.installed and getattr(fn, "_stance_magic_wraps", None) is not None
+    # idle between cells: an event outside a window is passed on, not kept
+    CompileEventLogger.instant("fx_graph_cache_hit", {"key": "k"})
+    assert watch._events == [] and watch._open == 0
+    mark = watch.start()
+    CompileEventLogger.instant("fx_graph_cache_hit", {"key": "k", "time_saved_ns": 2e9})
+    (ev,) = watch.stop(mark)
+    assert (ev.cache, ev.state, ev.key, ev.saved_s) == ("inductor", "hit", "k", 2.0)
+    shell.run_cell("%unload_ext stance_magic")
+    now = CompileEventLogger.__dict__["instant"].__func__
+    assert not watch.installed and not hasattr(now, "_stance_magic_wraps")
+    shell.run_cell("%load_ext stance_magic")  # the fixture unloads it again
