@@ -507,3 +507,33 @@ def test_cache_watch_stays_idle_between_cells_and_unload_removes_it(shell):
     now = CompileEventLogger.__dict__["instant"].__func__
     assert not watch.installed and not hasattr(now, "_stance_magic_wraps")
     shell.run_cell("%load_ext stance_magic")  # the fixture unloads it again
+
+
+@pytest.mark.inductor
+def test_bypass_reason_is_torchs(cold):
+    """A custom post-grad pass that Inductor cannot hash makes it bypass the
+    FX graph cache: the report gives torch's reason and its counter's count."""
+    import torch._inductor.config as iconf
+    from torch._dynamo.utils import get_compilation_metrics
+
+    f = torch.compile(lambda t: (t * 3).cos().sum())
+    before = probe_caches.counters_snapshot()
+    n = len(get_compilation_metrics())
+    # torch's patch(), not monkeypatch: see test_report.test_inductor_phases
+    with iconf.patch(post_grad_custom_post_pass=lambda graph: None):
+        with stance_magic.measure() as rep:
+            f(torch.ones(5))
+    grown = {k: v - before[k] for k, v in probe_caches.counters_snapshot().items()}
+    records = list(get_compilation_metrics())[n:]
+    assert rep.fx_cache_bypasses == grown[("inductor", "bypass")] == 1
+    assert rep.fx_cache_hits == rep.fx_cache_misses == 0
+    assert sum(probe_caches.record_count(r, "inductor", "miss") for r in records) == 0
+    # AOTAutograd's cache bypasses too, for the same reason (its key hashes
+    # Inductor's config)
+    assert rep.aot_cache_bypasses == grown[("aot_autograd", "bypass")]
+    n = rep.fx_cache_bypasses + rep.aot_cache_bypasses
+    assert rep.cache_bypass_reasons == ["Unsupported post grad custom pass"] * n
+    assert f"{n} bypass{'es' if n > 1 else ''} (Unsupported post grad custom pass)" in (
+        rep.cache_verdict
+    )
+    assert "FX graph cache bypassed: Unsupported post grad custom pass" in str(rep)
