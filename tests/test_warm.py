@@ -276,15 +276,16 @@ def test_eager_backend_has_no_cache_row(sh):
 # --------------------------------------------------------------------------
 
 
+_records_during = warm_worker.records_during
+
+
 def _measure_step(cmodel, x):
     from torch._dynamo.utils import get_compilation_metrics
 
     before = probe_caches.counters_snapshot()
-    n = len(get_compilation_metrics())
-    with stance_magic.measure() as rep:
-        warm_worker.step(cmodel, x)
+    records = _records_during(get_compilation_metrics, warm_worker.step, cmodel, x)
+    rep = records.pop()
     now = probe_caches.counters_snapshot()
-    records = list(get_compilation_metrics())[n:]
     return warm_worker.figures(rep, records, {k: now[k] - before[k] for k in now}), rep
 
 
@@ -518,13 +519,11 @@ def test_bypass_reason_is_torchs(cold):
 
     f = torch.compile(lambda t: (t * 3).cos().sum())
     before = probe_caches.counters_snapshot()
-    n = len(get_compilation_metrics())
     # torch's patch(), not monkeypatch: see test_report.test_inductor_phases
     with iconf.patch(post_grad_custom_post_pass=lambda graph: None):
-        with stance_magic.measure() as rep:
-            f(torch.ones(5))
+        records = _records_during(get_compilation_metrics, f, torch.ones(5))
+    rep = records.pop()
     grown = {k: v - before[k] for k, v in probe_caches.counters_snapshot().items()}
-    records = list(get_compilation_metrics())[n:]
     assert rep.fx_cache_bypasses == grown[("inductor", "bypass")] == 1
     assert rep.fx_cache_hits == rep.fx_cache_misses == 0
     assert sum(probe_caches.record_count(r, "inductor", "miss") for r in records) == 0

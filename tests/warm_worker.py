@@ -38,6 +38,21 @@ def step(cmodel: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return y
 
 
+def records_during(get_metrics, fn, *args) -> list:
+    """torch's compile records of ``fn(*args)`` measured under
+    ``stance_magic.measure()``, selected by time (torch's record deque keeps
+    64, so counting from its length fails in a long run), then the report."""
+    import time
+
+    import stance_magic
+
+    t0 = time.time_ns() // 1000
+    with stance_magic.measure() as rep:
+        fn(*args)
+    t1 = time.time_ns() // 1000
+    return [r for r in get_metrics() if t0 <= (r.start_time_us or 0) <= t1] + [rep]
+
+
 def figures(rep, records, counters_grown) -> dict:
     """The report's cache figures with torch's for the same compile."""
     from stance_magic import probe_caches as pc
@@ -89,11 +104,9 @@ def main(argv: list[str]) -> int:
     model, x = make()
     cmodel = torch.compile(model)
     before = pc.counters_snapshot()
-    n = len(get_compilation_metrics())
-    with stance_magic.measure() as rep:
-        step(cmodel, x)
+    records = records_during(get_compilation_metrics, step, cmodel, x)
+    rep = records.pop()
     now = pc.counters_snapshot()
-    records = list(get_compilation_metrics())[n:]
     out.update(figures(rep, records, {k: now[k] - before[k] for k in now}))
     out["text"] = str(rep)
     print(json.dumps(out))
