@@ -24,9 +24,11 @@ __all__ = [
     "bundle",
     "current_stance",
     "history",
+    "load_cache",
     "load_ipython_extension",
     "measure",
     "panel",
+    "save_cache",
     "set_session_stance",
     "supported_stances",
     "unload_ipython_extension",
@@ -41,6 +43,9 @@ _LAZY = {
     "CellReport": "report",
     "RankReport": "ranks",
     "panel": "widget",
+    "save_cache": "warm",
+    "load_cache": "warm",
+    "CacheInfo": "warm",
 }
 
 

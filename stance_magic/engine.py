@@ -578,6 +578,7 @@ class Engine:
         if self._recorder is not None:
             self._recorder.uninstall()
             self._recorder = None
+        _cache_watch_uninstall()
         self._listeners.clear()
         self.watch = False
         self._cell_thread = None
@@ -612,6 +613,7 @@ class Measurement:
         if sharing is not None:
             sharing.start()  # before the recorder: a failure here leaves nothing open
         self._mark = self._recorder.start()
+        self._cache_mark = _cache_watch_start()
         engine._open_measures.append(self)
         self._profiler: probe.CellProfiler | None = None
         self._profiler_error: str | None = None
@@ -641,6 +643,7 @@ class Measurement:
             profiled, memory = self._profiler.stop()
         window = self._recorder.stop(self._mark)
         window.profiled_lookups = profiled
+        cache_events = _cache_watch_stop(self._cache_mark)
         build_report(
             self.report,
             window=window,
@@ -651,6 +654,7 @@ class Measurement:
             label=self.label,
             index=len(self.engine.history) + 1,
         )
+        _add_cache_figures(self.report, window, cache_events, self.engine.history)
         self.report.memory = memory
         for fig in memory:
             if fig.note:
@@ -675,3 +679,42 @@ def get_engine() -> Engine:
     if _ENGINE is None:
         _ENGINE = Engine()
     return _ENGINE
+
+
+def _cache_watch_start() -> Any:
+    """Open a window on torch's compile-cache events (see probe.caches)."""
+    from .probe import caches as probe_caches
+
+    try:
+        return probe_caches.watch().start()
+    except Exception:  # pragma: no cover - never fail a measurement over it
+        return None
+
+
+def _cache_watch_stop(mark: Any) -> list[Any]:
+    from .probe import caches as probe_caches
+
+    if mark is None:
+        return []
+    try:
+        return probe_caches.watch().stop(mark)
+    except Exception:  # pragma: no cover
+        return []
+
+
+def _add_cache_figures(rep: Any, window: Any, events: list[Any], history: list[Any]) -> None:
+    """Compile time by where it came from (the compile caches), on ``rep``."""
+    if not window.records:
+        return  # nothing compiled: no cache was consulted
+    from . import warm
+    from .report import add_cache_figures
+
+    add_cache_figures(rep, window, events, history, loaded=warm.loaded_keys())
+
+
+def _cache_watch_uninstall() -> None:
+    import sys
+
+    caches = sys.modules.get("stance_magic.probe.caches")
+    if caches is not None:
+        caches.watch().uninstall()

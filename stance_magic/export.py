@@ -20,7 +20,7 @@ _KINDS = (
 )
 
 
-def atomic_write(path: str | os.PathLike[str], text: str) -> Path:
+def atomic_write(path: str | os.PathLike[str], text: str | bytes) -> Path:
     """Write via a temporary file beside the target, then rename: the target
     is replaced whole or left as it was. Errors name the user's path; an
     existing file keeps its permissions, a new one gets the umask's.
@@ -29,10 +29,10 @@ def atomic_write(path: str | os.PathLike[str], text: str) -> Path:
     the link stays); anything that is not a regular file (``/dev/stdout``, a
     device node, a pipe) is refused, never replaced. Text that UTF-8 cannot
     hold (a surrogate-escaped byte from a file name or an error message) is
-    written as a backslash escape.
+    written as a backslash escape; bytes are written as they are.
     """
     target, real, mode = check_target(path)
-    data = text.encode("utf-8", errors="backslashreplace")
+    data = text if isinstance(text, bytes) else text.encode("utf-8", errors="backslashreplace")
     fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", dir=real.parent)
     try:
         try:

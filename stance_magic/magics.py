@@ -326,6 +326,20 @@ class StanceMagics(Magics):
         if not args.quiet:
             print(line)
 
+    def _cmd_cache(self, args: Any, rest: list[str]) -> Any:
+        """``%stance cache save PATH`` / ``%stance cache load PATH`` (see stance_magic.warm)."""
+        from . import warm
+
+        if len(rest) != 2 or rest[0] not in ("save", "load"):
+            raise UsageError("usage: %stance cache save PATH | %stance cache load PATH")
+        try:
+            info = (warm.save_cache if rest[0] == "save" else warm.load_cache)(rest[1])
+        except warm.WarmStartError as err:
+            raise UsageError(f"%stance cache {rest[0]}: {err}") from None
+        if not args.quiet:
+            display_text(str(info), info._repr_html_())
+        return None
+
     def _cmd_panel(self, args: Any, rest: list[str]) -> Any:
         from .widget import PanelUnavailable, panel
 

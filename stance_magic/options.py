@@ -30,7 +30,7 @@ __all__ = [
     "validate_args",
 ]
 
-COMMANDS = ("watch", "history", "breaks", "reset", "panel", "bundle")
+COMMANDS = ("watch", "history", "breaks", "reset", "panel", "bundle", "cache")
 
 #: The forms of the magic: the cell magic, ``%stance [STANCE]`` (set or show
 #: the session stance), ``%stance [STANCE] --ranks``, and the line commands.
@@ -62,6 +62,7 @@ ACCEPTS: dict[str, frozenset[str]] = {
     "history": frozenset({"csv", "json", "plot", "no_plot", "quiet"}),
     "breaks": frozenset({"quiet"}),
     "bundle": frozenset({"quiet"}),
+    "cache": frozenset({"quiet"}),
     "reset": frozenset({"quiet"}),
     "panel": frozenset({"quiet"}),
 }
@@ -256,6 +257,11 @@ Line magic::
     %stance bundle PATH.zip     zip the last measured cell for a bug report: its
                                 source, report, versions, stance and changed
                                 dynamo config, its trace and tlparse output
+    %stance cache save PATH     write this process's compile-cache artifacts
+                                (Inductor, AOTAutograd; torch 2.7+) to PATH
+    %stance cache load PATH     load them (same torch), so that the next
+                                compile of those graphs loads them: a warm
+                                start after a kernel restart
     %stance panel               a widget panel to toggle the stance
 
 STANCE is one of the stances the installed torch supports: default,
@@ -291,7 +297,8 @@ ARGUMENTS = (
         metavar="STANCE",
         help=_h(
             "The stance (left out: the session stance); on a line, or one of the "
-            "commands watch on|off, history, breaks, reset, panel, bundle PATH."
+            "commands watch on|off, history, breaks, reset, panel, bundle PATH, "
+            "cache save|load PATH."
         ),
     ),
     argument(

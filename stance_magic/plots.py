@@ -397,6 +397,8 @@ def history_figure(
     # when cells measured memory: their peak is one more line).
     top = max(bottom) or 1.0
     reserve = min((49.0 if memory else 40.0) / plot_h, 0.5)
+    if any(getattr(r, "cache_state", "") for r in shown):
+        reserve = min(reserve + 9.0 / plot_h, 0.55)  # one more line: the compile caches
     ax.set_ylim(0, top / (1 - reserve))
     for i, r in enumerate(shown):
         lines = [(fmt_s(r.wall_s), INK)]
@@ -409,6 +411,9 @@ def history_figure(
             lines.append(("✗ failed", FAIL))
         if r.peak_bytes is not None:
             lines.append((f"◆{fmt_bytes(r.peak_bytes)}", COLORS["memory"]))
+        if getattr(r, "cache_state", ""):
+            # warm / cold / partly warm / caches off: where the compile came from
+            lines.append((r.cache_state.replace("partly warm", "part warm"), INK_SOFT))
         for k, (text, color) in enumerate(lines):
             ax.annotate(
                 text,

@@ -37,6 +37,7 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
         comp += f"  ({_breakdown(rep)})"
     rows.append(("compile time", comp, []))
     rows.append(("compiles", _compiles_value(rep), [_frame_line(rep, f) for f in rep.frames]))
+    rows.extend(_cache_rows(rep))
     rows.append(("recompiles", str(len(rep.recompiles)), _recompile_lines(rep)))
     for lim in rep.recompile_limits:
         rows.append(("recompile limit", _limit_value(lim), _limit_details(lim)))
@@ -244,6 +245,9 @@ MEMORY_COLUMN = ("peak_bytes", "peak mem")
 #: Shown when some frame of the history recompiled: its entries of the limit.
 BUDGET_COLUMN = ("budget", "entries")
 
+#: Shown when some cell of the history compiled with Inductor's caches.
+CACHE_COLUMNS = (("cache_state", "caches"), ("fx_hits_misses", "FX hits/misses"))
+
 
 def _columns(reports: Iterable[CellReport]) -> tuple[tuple[str, str], ...]:
     reports = list(reports)
@@ -254,6 +258,9 @@ def _columns(reports: Iterable[CellReport]) -> tuple[tuple[str, str], ...]:
     if any(r.memory for r in reports):
         i = [k for k, _ in columns].index("guard_s") + 1
         columns = (*columns[:i], MEMORY_COLUMN, *columns[i:])
+    if any(getattr(r, "cache_state", "") for r in reports):
+        i = [k for k, _ in columns].index("compile_s") + 1
+        columns = (*columns[:i], *CACHE_COLUMNS, *columns[i:])
     return columns
 
 
@@ -291,6 +298,11 @@ def _history_body(reports: Iterable[CellReport]) -> tuple[list[str], list[list[s
     reports = list(reports)
     columns = _columns(reports)
     rows = [r.summary_row() for r in reports]
+    for row in rows:
+        if row.get("cache_state"):
+            row["fx_hits_misses"] = f"{row['fx_cache_hits']}/{row['fx_cache_misses']}"
+        else:
+            row["fx_hits_misses"] = ""
     return [h for _, h in columns], [[_cell(k, row[k]) for k, _ in columns] for row in rows]
 
 
@@ -714,3 +726,14 @@ def _eager_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
         why = _EAGER_WHY.get(stance, stance)
         rows.append(("calls run eagerly", _plural(n, "call"), [why]))
     return rows
+
+
+def _cache_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
+    """Compile time by where it came from: Dynamo tracing, then AOTAutograd's
+    and Inductor's FX graph cache (hit: loaded; miss: generated), per compile."""
+    if not rep.cache_verdict:
+        return []
+    from .report import cache_line
+
+    details = [cache_line(f) for f in rep.frames if f.caches]
+    return [("compile caches", rep.cache_verdict, details)]

@@ -51,6 +51,9 @@ class FrameCompile:
     during_eager_call: bool = False
     #: the failure reached the cell as its error (else torch ran the frame eagerly)
     raised: bool = False
+    #: the compile caches this compile consulted (AOTAutograd's, Inductor's
+    #: FX graph cache): hits and misses as torch's record counts them
+    caches: list[CacheUse] = field(default_factory=list)
 
     @property
     def where(self) -> str:
@@ -351,6 +354,28 @@ class CellReport:
     tlparse_index: str | None = None
     #: ``--timeline``: the cell as a Chrome trace / Perfetto JSON file
     timeline_file: str | None = None
+    # Compile caches (see add_cache_figures): hits and misses as torch's
+    # records count them, bypasses as torch logged them
+    fx_cache_hits: int = 0
+    fx_cache_misses: int = 0
+    fx_cache_bypasses: int = 0
+    aot_cache_hits: int = 0
+    aot_cache_misses: int = 0
+    aot_cache_bypasses: int = 0
+    #: compile time outside Dynamo of compiles whose graphs came from the
+    #: caches / were generated (misses, bypasses, caches off)
+    cache_loaded_s: float = 0.0
+    cache_generated_s: float = 0.0
+    #: what torch recorded for generating the graphs the hits loaded
+    cache_saved_s: float | None = None
+    #: "warm", "partly warm", "cold", "caches off" or "" (no Inductor compile)
+    cache_state: str = ""
+    #: the one-line verdict ("warm: 2 of 2 graphs loaded ...")
+    cache_verdict: str = ""
+    #: torch's reasons for the bypasses
+    cache_bypass_reasons: list[str] = field(default_factory=list)
+    #: the file of a %stance cache load whose artifacts these hits used
+    cache_loaded_from: str | None = None
 
     @property
     def stance_label(self) -> str:
@@ -439,6 +464,18 @@ class CellReport:
             "speedup": self.speedup,
             "break_even_calls": self.break_even_calls,
             "error": self.error or "",
+            "fx_cache_hits": self.fx_cache_hits,
+            "fx_cache_misses": self.fx_cache_misses,
+            "fx_cache_bypasses": self.fx_cache_bypasses,
+            "aot_cache_hits": self.aot_cache_hits,
+            "aot_cache_misses": self.aot_cache_misses,
+            "aot_cache_bypasses": self.aot_cache_bypasses,
+            "cache_state": self.cache_state,
+            "cache_loaded_s": self.cache_loaded_s,
+            "cache_generated_s": self.cache_generated_s,
+            "cache_saved_s": self.cache_saved_s,
+            "cache_loaded_from": self.cache_loaded_from or "",
+            "cache_verdict": self.cache_verdict,
         }
 
     def advice(self) -> list[str]:
@@ -665,15 +702,6 @@ def build_report(
         if f.failed and rep.error:
             f.raised = rep.error.split(":", 1)[0] == f.failed.split(":", 1)[0]
     rep.frames = frames
-    hits = sum(getattr(r, "inductor_fx_local_cache_hit_count", 0) or 0 for r in window.records)
-    misses = sum(getattr(r, "inductor_fx_local_cache_miss_count", 0) or 0 for r in window.records)
-    if hits:
-        rep.notes.append(
-            f"Inductor's on-disk FX graph cache: {hits} hit{'s' if hits != 1 else ''}, "
-            f"{misses} miss{'es' if misses != 1 else ''} (torch's records); a hit loads "
-            "compiled code instead of generating it, the rest of the compile time is "
-            "as torch recorded it"
-        )
     if window.reset_seen:
         rep.notes.append(
             "torch.compiler.reset() ran in this cell: the figures cover compiles before "
@@ -997,3 +1025,262 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
 
 def _where(filename: str, line: int | None) -> str:
     return place(short_path(filename), line) if filename else ""
+
+
+# --------------------------------------------------------------------------
+# Compile caches: where each compile's time came from
+# --------------------------------------------------------------------------
+
+#: how the report names each cache
+CACHE_LABELS = {"aot_autograd": "AOTAutograd cache", "inductor": "FX graph cache"}
+
+
+@dataclass
+class CacheUse:
+    """What one compile found in one compile cache (AOTAutograd's, or
+    Inductor's FX graph cache)."""
+
+    cache: str  # "aot_autograd" or "inductor"
+    #: as torch's CompilationMetrics record counts them
+    hits: int = 0
+    misses: int = 0
+    #: as torch logged them (a bypass is not in the record)
+    bypasses: int = 0
+    #: torch compiled with this cache switched off
+    disabled: bool = False
+    keys: list[str] = field(default_factory=list)
+    #: the hits: what torch recorded for generating what they loaded
+    saved_s: float | None = None
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        """``hit``, ``miss``, ``bypass``, ``mixed`` or ``off``."""
+        if self.disabled and not (self.hits or self.misses or self.bypasses):
+            return "off"
+        kinds = [k for k, n in (("hit", self.hits), ("miss", self.misses)) if n]
+        if self.bypasses:
+            kinds.append("bypass")
+        return kinds[0] if len(kinds) == 1 else "mixed" if kinds else ""
+
+    def __str__(self) -> str:
+        label = CACHE_LABELS.get(self.cache, self.cache)
+        if self.state == "off":
+            return f"{label} off"
+        parts = []
+        if self.hits:
+            parts.append(_plural(self.hits, "hit"))
+        if self.misses:
+            parts.append(f"{self.misses} miss{'es' if self.misses != 1 else ''}")
+        if self.bypasses:
+            parts.append(f"{self.bypasses} bypass{'es' if self.bypasses != 1 else ''}")
+        return f"{label} {', '.join(parts) or 'not consulted'}"
+
+
+def _frame_caches(rec: Any, events: list[Any]) -> list[CacheUse]:
+    from .probe import caches as pc
+
+    mine = pc.events_of(rec, events)
+    out = []
+    for cache in (pc.AOT_AUTOGRAD, pc.INDUCTOR):
+        evs = [e for e in mine if e.cache == cache]
+        use = CacheUse(
+            cache,
+            hits=pc.record_count(rec, cache, "hit"),
+            misses=pc.record_count(rec, cache, "miss"),
+            bypasses=sum(1 for e in evs if e.state == "bypass"),
+            disabled=any(e.state == "disabled" for e in evs),
+            keys=[e.key for e in evs if e.key],
+            reasons=[e.reason for e in evs if e.state == "bypass" and e.reason],
+        )
+        saved = [e.saved_s for e in evs if e.state == "hit" and e.saved_s is not None]
+        use.saved_s = sum(saved) if saved else None
+        if use.state:
+            out.append(use)
+    return out
+
+
+def _frame_source(f: FrameCompile) -> str:
+    """``loaded`` (every graph from a cache), ``generated``, ``partly loaded``,
+    or "" (no compile cache consulted: not Inductor)."""
+    fx = next((c for c in f.caches if c.cache == "inductor"), None)
+    aot = next((c for c in f.caches if c.cache == "aot_autograd"), None)
+    if fx is None and aot is None:
+        return ""
+    if aot is not None and aot.state == "hit":
+        return "loaded"
+    if fx is None:
+        return "generated"
+    return {"hit": "loaded", "mixed": "partly loaded" if fx.hits else "generated"}.get(
+        fx.state, "generated"
+    )
+
+
+def _frame_saved(f: FrameCompile) -> float | None:
+    aot = next((c for c in f.caches if c.cache == "aot_autograd" and c.state == "hit"), None)
+    if aot is not None and aot.saved_s is not None:
+        return aot.saved_s
+    fx = next((c for c in f.caches if c.cache == "inductor"), None)
+    return fx.saved_s if fx is not None else None
+
+
+def cache_line(f: FrameCompile) -> str:
+    """One compile, by where its time came from."""
+    dynamo = f.phases.get("dynamo", 0.0)
+    rest = max(f.seconds - dynamo, 0.0)
+    source = _frame_source(f)
+    text = f"{f.where}: Dynamo tracing {_s(dynamo)}"
+    if f.kind == "backward":
+        text = f"backward graph of {f.compile_id}"
+    text += "; " + ", ".join(str(c) for c in f.caches)
+    verb = {"loaded": "loaded", "partly loaded": "partly loaded,"}.get(source, "generated")
+    text += f": {verb} in {_s(rest)}"
+    saved = _frame_saved(f)
+    if source != "generated" and saved is not None:
+        text += f" (torch recorded {_s(saved)} generating it)"
+    for c in f.caches:
+        for r in c.reasons:
+            text += f"; {CACHE_LABELS.get(c.cache, c.cache)} bypassed: {_first_line(r)}"
+    return text
+
+
+def add_cache_figures(
+    rep: CellReport,
+    window: Any,
+    events: list[Any],
+    history: list[Any] | None = None,
+    loaded: Any = None,
+) -> CellReport:
+    """Fill the compile-cache figures of ``rep`` (after :func:`build_report`):
+    per compile, AOTAutograd's and Inductor's FX graph cache as torch's
+    records count their hits and misses (bypasses and keys from torch's cache
+    events); per cell, the time loaded vs generated, the verdict, and a cold
+    compile of the same graphs earlier in ``history`` when there is one.
+    ``loaded`` maps keys to the file a ``%stance cache load`` read them from."""
+    by_id: dict[tuple[str, str], list[Any]] = {}
+    for rec in window.records:
+        if probe.is_frame_compile(rec) or probe.is_backward_compile(rec):
+            kind = "frame" if probe.is_frame_compile(rec) else "backward"
+            by_id.setdefault((str(rec.compile_id), kind), []).append(rec)
+    for f in rep.frames:
+        recs = by_id.get((f.compile_id, f.kind))
+        if recs:
+            f.caches = _frame_caches(recs.pop(0), events)
+    uses = [c for f in rep.frames for c in f.caches]
+    for prefix, cache in (("fx", "inductor"), ("aot", "aot_autograd")):
+        mine = [c for c in uses if c.cache == cache]
+        setattr(rep, f"{prefix}_cache_hits", sum(c.hits for c in mine))
+        setattr(rep, f"{prefix}_cache_misses", sum(c.misses for c in mine))
+        setattr(rep, f"{prefix}_cache_bypasses", sum(c.bypasses for c in mine))
+    rep.cache_bypass_reasons = [_first_line(r) for c in uses for r in c.reasons]
+    cached = [f for f in rep.frames if f.caches]
+    if not cached:
+        return rep
+    for f in cached:
+        rest = max(f.seconds - f.phases.get("dynamo", 0.0), 0.0)
+        if _frame_source(f) == "loaded":
+            rep.cache_loaded_s += rest
+        else:
+            rep.cache_generated_s += rest
+    saved = [s for f in cached if _frame_source(f) != "generated" for s in [_frame_saved(f)]]
+    saved = [s for s in saved if s is not None]
+    rep.cache_saved_s = sum(saved) if saved else None
+    if loaded:
+        hit_keys = {
+            k for f in cached for c in f.caches if c.state in ("hit", "mixed") for k in c.keys
+        }
+        files = {loaded[k] for k in hit_keys if k in loaded}
+        if files:
+            rep.cache_loaded_from = ", ".join(sorted(files))
+    _cache_verdict(rep, cached, history or [])
+    return rep
+
+
+def _cache_verdict(rep: CellReport, cached: list[FrameCompile], history: list[Any]) -> None:
+    graphs = rep.fx_cache_hits + rep.fx_cache_misses + rep.fx_cache_bypasses
+    loaded = [f for f in cached if _frame_source(f) == "loaded"]
+    off = [c for f in cached for c in f.caches if c.state == "off"]
+    dynamo = sum(f.phases.get("dynamo", 0.0) for f in cached)
+    if off and not graphs:
+        rep.cache_state = "caches off"
+        names = sorted({CACHE_LABELS[c.cache] for c in off})
+        rep.cache_verdict = (
+            f"caches off ({' and '.join(names)}): {_plural(len(cached), 'compile')} generated "
+            f"everything, {_s(rep.cache_generated_s)} beyond Dynamo tracing ({_s(dynamo)})"
+        )
+        return
+    fx_loaded = rep.fx_cache_hits
+    aot = ""
+    if rep.aot_cache_hits or rep.aot_cache_misses:
+        aot = f"; AOTAutograd cache: {_plural(rep.aot_cache_hits, 'hit')}, "
+        aot += f"{rep.aot_cache_misses} miss{'es' if rep.aot_cache_misses != 1 else ''}"
+    if loaded and len(loaded) == len(cached):
+        rep.cache_state = "warm"
+        text = (
+            f"warm: {fx_loaded} of {graphs} graphs loaded from the FX graph cache{aot}; "
+            f"{_s(rep.cache_loaded_s)} beyond Dynamo tracing ({_s(dynamo)}, paid every time)"
+        )
+        cold = _cold_match(cached, history)
+        if cold is not None:
+            seconds, where, n = cold
+            same = "the same graphs" if n == len(loaded) else f"{n} of these compiles"
+            text += f"; a cold compile of {same} took {_s(seconds)} in {where}"
+        elif rep.cache_saved_s is not None:
+            text += f"; torch recorded {_s(rep.cache_saved_s)} for generating them"
+    elif loaded:
+        rep.cache_state = "partly warm"
+        text = (
+            f"partly warm: {fx_loaded} of {graphs} graphs loaded from the FX graph cache{aot}; "
+            f"{_s(rep.cache_loaded_s)} loading, {_s(rep.cache_generated_s)} generating, "
+            f"Dynamo tracing {_s(dynamo)}"
+        )
+    else:
+        rep.cache_state = "cold"
+        text = (
+            f"cold: {graphs} graph{'s' if graphs != 1 else ''} generated (FX graph cache: "
+            f"{rep.fx_cache_misses} miss{'es' if rep.fx_cache_misses != 1 else ''}{aot}); "
+            f"{_s(rep.cache_generated_s)} beyond Dynamo tracing ({_s(dynamo)})"
+        )
+    bypasses = rep.fx_cache_bypasses + rep.aot_cache_bypasses
+    if bypasses:
+        reason = rep.cache_bypass_reasons[0] if rep.cache_bypass_reasons else "torch gave no reason"
+        text += f"; {bypasses} bypass{'es' if bypasses != 1 else ''} ({reason})"
+    if rep.cache_loaded_from:
+        text += f"; loaded by %stance cache load from {rep.cache_loaded_from}"
+    rep.cache_verdict = text
+
+
+def _cold_match(cached: list[FrameCompile], history: list[Any]) -> tuple[float, str, int] | None:
+    """The latest earlier cell that generated graphs with the keys these
+    compiles loaded: (its compile time for them, its name, how many matched)."""
+    keys = [{k for c in f.caches for k in c.keys} for f in cached]
+    for old in reversed(history):
+        seconds, matched = 0.0, 0
+        frames = getattr(old, "frames", [])
+        for f_keys in keys:
+            if not f_keys:
+                continue
+            for g in frames:
+                if _frame_source(g) == "generated" and f_keys & {
+                    k for c in g.caches for k in c.keys
+                }:
+                    # with its lazily compiled backward (same compile id),
+                    # which an AOTAutograd hit loads too
+                    seconds += sum(
+                        b.seconds
+                        for b in frames
+                        if b is g or (b.kind == "backward" and b.compile_id == g.compile_id)
+                    )
+                    matched += 1
+                    break
+        if matched:
+            n = getattr(old, "execution_count", None)
+            where = f"In [{n}]" if n else f"cell {getattr(old, 'index', '?')}"
+            return seconds, where, matched
+    return None
+
+
+def _s(seconds: float | None) -> str:
+    from .render import fmt_s
+
+    return fmt_s(seconds)

@@ -98,14 +98,14 @@ def test_format_results_has_every_section():
     assert b.fmt_d(-1e-6) == "−1.0 µs"
 
 
-def _quick(name: str, tmp_path: Path) -> tuple[str, object]:
+def _quick(name: str, tmp_path: Path, timeout: int = 300) -> tuple[str, object]:
     script = SCRIPT.parent / name
     out = tmp_path / f"{name}.json"
     proc = subprocess.run(
         [sys.executable, str(script), "--quick", "--json", str(out)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         cwd=str(SCRIPT.parent.parent),
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -164,3 +164,29 @@ def test_panel_benchmark_quick_run(tmp_path):
         for fig in (cell["open"], cell["none"], cell["ratio"]):
             assert fig["n"] >= 1 and fig["median"] > 0 and fig["q3"] >= fig["q1"] > 0
     assert res["history_after"] >= 1  # the warm calls were measured
+
+
+@pytest.mark.inductor
+def test_warm_start_benchmark_quick_run(tmp_path):
+    """bench_warm_start.py --quick: three fresh kernels (cold, on-disk warm,
+    fresh directory + %stance cache load) on the tour model with Inductor; it
+    prints every row and the goal's verdict, and the caches hit where they
+    must (timings not asserted)."""
+    pytest.importorskip("jupyter_client")
+    text, res = _quick("bench_warm_start.py", tmp_path, timeout=600)
+    for row in (
+        "(a) cold: empty cache directory",
+        "(b) on-disk caches warm (same directory, new kernel)",
+        "(c) fresh directory + %stance cache load",
+    ):
+        assert row in text, f"missing row {row!r} in:\n{text}"
+    assert text.count("MET") + text.count("MISSED") == 1
+    tour = res["models"]["tour"]
+    assert tour["cold"]["state"] == "cold" and tour["cold"]["fx"] == "0/1"
+    assert tour["disk"]["state"] == tour["load"]["state"] == "warm"
+    assert tour["disk"]["fx"] == tour["load"]["fx"] == "1/0"
+    for key in ("cold", "disk", "load"):
+        fig = tour[key]
+        assert fig["first_s"]["median"] > fig["dynamo_s"]["median"] > 0
+        assert fig["ratio"]["median"] > 0
+    assert tour["saved_bytes"] > 0

@@ -345,12 +345,16 @@ def test_measure_api_without_ipython():
 
 
 @pytest.mark.inductor
-def test_inductor_phases(sh, monkeypatch):
-    # on-disk caches would serve a repeat compile without running Inductor
-    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", False)
-    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", False)
+def test_inductor_phases(sh):
+    # on-disk caches would serve a repeat compile without running Inductor;
+    # torch's own patch(): pytest's monkeypatch deletes a torch config option
+    # on undo (its __delattr__ hides it), breaking every later Inductor compile
     sh.run_cell("ind = torch.compile(lambda x: (x.sin() + x.cos()).sum())")
-    res, _ = run(sh, "%%stance default -q\nind(torch.randn(64))")
+    with (
+        torch._inductor.config.patch(fx_graph_cache=False),
+        torch._functorch.config.patch(enable_autograd_cache=False),
+    ):
+        res, _ = run(sh, "%%stance default -q\nind(torch.randn(64))")
     assert res.success
     rep = last(sh)
     b = rep.compile_breakdown

@@ -1,0 +1,315 @@
+"""Warm starts: save this process's compile-cache artifacts to a file, load them in another.
+
+``%stance cache save PATH`` / ``%stance cache load PATH`` (and
+:func:`stance_magic.save_cache` / :func:`stance_magic.load_cache`) wrap
+torch's mega-cache (``torch.compiler.save_cache_artifacts`` /
+``load_cache_artifacts``, torch 2.7+): Inductor's FX graphs, AOTAutograd's
+entries, automatic-dynamic (PGO) profiles, in one blob. torch's blob carries
+no torch version and loads only into the torch that wrote it, so the file
+has a small header of stance_magic's own in front of it::
+
+    stance_magic compile cache\\n
+    {"format": 1, "torch": "2.13.0+cpu", "sha256": "...", "blob_bytes": N, ...}\\n
+    <torch's blob>
+
+Loading checks the header (the format, the torch version, the size and the
+checksum) and parses the whole blob before torch writes any artifact to
+its caches: a file from another torch, a truncated or corrupt one is
+refused in one line (:class:`WarmStartError`) with nothing loaded. Writing
+goes through a temporary file and a rename (as the history exports do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"stance_magic compile cache\n"
+FORMAT = 1
+#: header lines longer than this are not ours
+_MAX_HEADER = 64 * 1024
+
+#: torch's artifact kinds, as the summaries name them
+KIND_LABELS = {
+    "inductor": "Inductor FX graphs",
+    "aot_autograd": "AOTAutograd entries",
+    "pgo": "automatic-dynamic (PGO) profiles",
+    "autotune": "autotune results",
+    "precompile": "precompiled frames",
+}
+
+#: keys loaded by load_cache in this process -> the file they came from
+_LOADED: dict[str, str] = {}
+
+
+class WarmStartError(ValueError):
+    """A cache file that cannot be saved or loaded; the message is one line."""
+
+
+def loaded_keys() -> dict[str, str]:
+    """Artifact keys that :func:`load_cache` put into torch's caches in this
+    process, each with the file it came from."""
+    return _LOADED
+
+
+@dataclass
+class CacheInfo:
+    """What a saved or loaded cache file holds."""
+
+    action: str  # "saved" or "loaded"
+    path: str
+    torch_version: str
+    #: artifacts per kind (torch's names: inductor, aot_autograd, pgo, ...), by key
+    counts: dict[str, int] = field(default_factory=dict)
+    #: their bytes per kind (every entry of the blob)
+    kind_bytes: dict[str, int] = field(default_factory=dict)
+    #: the file's size (header included)
+    file_bytes: int = 0
+    seconds: float = 0.0
+    #: Inductor's cache directory the artifacts were loaded into (load only)
+    cache_dir: str = ""
+    created: str = ""
+    keys: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    @property
+    def artifacts(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def nbytes(self) -> int:
+        return sum(self.kind_bytes.values())
+
+    def holds(self) -> str:
+        """``2 Inductor FX graphs (310.2 kB), 1 AOTAutograd entry (12.0 kB)``."""
+        from .render import fmt_bytes
+
+        parts = []
+        for kind, n in self.counts.items():
+            label = KIND_LABELS.get(kind, kind)
+            if n == 1 and label.endswith("s"):
+                label = label[:-1].replace("entrie", "entry")
+            parts.append(f"{n} {label} ({fmt_bytes(self.kind_bytes.get(kind, 0))})")
+        return ", ".join(parts)
+
+    def __str__(self) -> str:
+        from .render import fmt_bytes, fmt_s
+
+        n = f"{self.artifacts} compile-cache artifact{'s' if self.artifacts != 1 else ''}"
+        if self.action == "saved":
+            return (
+                f"stance_magic: saved {n} to {self.path} ({fmt_bytes(self.file_bytes)}, "
+                f"torch {self.torch_version}, in {fmt_s(self.seconds)}): {self.holds()}"
+            )
+        return (
+            f"stance_magic: loaded {n} from {self.path} into Inductor's cache directory "
+            f"{self.cache_dir} (in {fmt_s(self.seconds)}): {self.holds()}; the next compile "
+            "of these graphs loads them instead of generating them (code compiled before "
+            "in this process stays: %stance reset to compile again)"
+        )
+
+    def _repr_html_(self) -> str:
+        return f'<div class="sm-notice" style="font-size:12px">{html.escape(str(self))}</div>'
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def _counts(artifacts: list[Any]) -> tuple[dict[str, int], dict[str, int], dict[str, list[str]]]:
+    counts: dict[str, int] = {}
+    nbytes: dict[str, int] = {}
+    keys: dict[str, list[str]] = {}
+    for a in artifacts:
+        nbytes[a.kind] = nbytes.get(a.kind, 0) + a.nbytes
+        kind_keys = keys.setdefault(a.kind, [])
+        if a.key not in kind_keys:  # torch keeps a recompiled entry twice
+            kind_keys.append(a.key)
+        counts[a.kind] = len(kind_keys)
+    return counts, nbytes, keys
+
+
+def _support() -> Any:
+    from .probe import caches as probe_caches
+
+    problem = probe_caches.mega_cache_problem()
+    if problem:
+        raise WarmStartError(f"cannot save or load compile caches here: {problem}")
+    return probe_caches
+
+
+def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
+    """Write this process's compile-cache artifacts to ``path``.
+
+    What Inductor and AOTAutograd compiled (or loaded from their caches) in
+    this process, as ``torch.compiler.save_cache_artifacts`` packs it, behind
+    a header with the torch version and a checksum. The file is replaced
+    whole or left as it was. Raises :class:`WarmStartError` when there is
+    nothing to save (no Inductor compile ran: ``eager`` and ``aot_eager``
+    leave no artifacts) or the path cannot be written.
+
+    Examples
+    --------
+    ::
+
+        In [5]: stance_magic.save_cache("warm.smcache")
+        Out[5]: stance_magic: saved 2 compile-cache artifacts to warm.smcache (…)
+    """
+    from . import export
+
+    pc = _support()
+    t0 = time.perf_counter()
+    result = pc.save_artifacts()
+    if result is None:
+        raise WarmStartError(
+            "nothing to save: no compile in this process produced or loaded cache "
+            "artifacts (they come from Inductor, torch.compile's default backend; "
+            "eager and aot_eager compiles leave none)"
+        )
+    blob, artifacts = result
+    counts, nbytes, keys = _counts(artifacts)
+    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    header = {
+        "format": FORMAT,
+        "torch": pc.torch_version_string(),
+        "python": ".".join(str(v) for v in sys.version_info[:3]),
+        "created": created,
+        "blob_bytes": len(blob),
+        "sha256": hashlib.sha256(blob).hexdigest(),
+        "artifacts": counts,
+    }
+    data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + blob
+    try:
+        target = export.atomic_write(path, data)
+    except OSError as err:
+        raise WarmStartError(f"cannot write {path}: {export._reason(err)}") from None
+    return CacheInfo(
+        "saved",
+        str(target),
+        header["torch"],
+        counts,
+        nbytes,
+        len(data),
+        time.perf_counter() - t0,
+        created=created,
+        keys=keys,
+    )
+
+
+def read_cache_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes]:
+    """(header, torch's blob) of a cache file, checked: the format, this
+    torch's version, the size and the checksum. Raises :class:`WarmStartError`."""
+    pc = _support()
+    p = Path(path).expanduser()
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise WarmStartError(f"no file {p}") from None
+    except IsADirectoryError:
+        raise WarmStartError(f"{p} is a directory") from None
+    except OSError as err:
+        raise WarmStartError(f"cannot read {p}: {err.strerror or err}") from None
+    if not data.startswith(MAGIC):
+        raise WarmStartError(
+            f"{p} is not a stance_magic cache file (no header: write one with "
+            "%stance cache save, which records the torch version torch's own blob lacks)"
+        )
+    end = data.find(b"\n", len(MAGIC), len(MAGIC) + _MAX_HEADER)
+    try:
+        if end < 0:
+            raise ValueError("no end of header")
+        header = json.loads(data[len(MAGIC) : end])
+        if not isinstance(header, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        raise WarmStartError(f"{p} is corrupt: its header cannot be read") from None
+    fmt = header.get("format")
+    if not isinstance(fmt, int) or fmt > FORMAT:
+        raise WarmStartError(
+            f"{p} has format {fmt!r}, written by a newer stance_magic (this one reads "
+            f"format {FORMAT})"
+        )
+    here = pc.torch_version_string()
+    if header.get("torch") != here:
+        raise WarmStartError(
+            f"{p} was saved by torch {header.get('torch')}; this is torch {here}: torch's "
+            "cache artifacts load only into the torch that wrote them (nothing was loaded)"
+        )
+    blob = data[end + 1 :]
+    want = header.get("blob_bytes")
+    if want != len(blob):
+        raise WarmStartError(
+            f"{p} is corrupt: {len(blob)} bytes of artifacts where its header says {want} "
+            "(truncated?); nothing was loaded"
+        )
+    if hashlib.sha256(blob).hexdigest() != header.get("sha256"):
+        raise WarmStartError(
+            f"{p} is corrupt: its artifacts do not match the header's checksum; nothing was loaded"
+        )
+    return header, blob
+
+
+def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
+    """Put the artifacts of a file from :func:`save_cache` into torch's caches.
+
+    They land in Inductor's cache directory (``TORCHINDUCTOR_CACHE_DIR``);
+    the next compile of the same graphs loads them instead of generating
+    them, and its report says so (``warm: ... loaded by %stance cache load
+    from PATH``). A file from another torch version, a truncated or corrupt
+    one is refused with one line (:class:`WarmStartError`) and nothing loaded.
+
+    Examples
+    --------
+    ::
+
+        In [1]: stance_magic.load_cache("warm.smcache")
+        Out[1]: stance_magic: loaded 2 compile-cache artifacts from warm.smcache …
+    """
+    pc = _support()
+    t0 = time.perf_counter()
+    header, blob = read_cache_file(path)
+    try:
+        artifacts = pc.load_artifacts(blob)
+    except pc.BadArtifacts as err:
+        raise WarmStartError(
+            f"{path} is corrupt: torch cannot read its artifacts ({err}); nothing was loaded"
+        ) from None
+    except OSError as err:
+        raise WarmStartError(
+            f"could not write the artifacts of {path} into Inductor's cache directory "
+            f"({err.strerror or err}); some may be there already, the session is unharmed"
+        ) from None
+    counts, nbytes, keys = _counts(artifacts)
+    shown = str(Path(path).expanduser())
+    for kind_keys in keys.values():
+        for k in kind_keys:
+            _LOADED[k] = shown
+    return CacheInfo(
+        "loaded",
+        shown,
+        str(header.get("torch")),
+        counts,
+        nbytes,
+        _size(path),
+        time.perf_counter() - t0,
+        cache_dir=pc.cache_dir(),
+        created=str(header.get("created", "")),
+        keys=keys,
+    )
+
+
+def _size(path: str | os.PathLike[str]) -> int:
+    try:
+        return os.path.getsize(Path(path).expanduser())
+    except OSError:  # pragma: no cover - removed since
+        return 0

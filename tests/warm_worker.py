@@ -1,0 +1,117 @@
+"""A tiny Inductor model for the warm-start truth tests: imported by the tests,
+and run as a script for "a second process" (same cache directory, or a fresh
+one with ``--load FILE``).
+
+As a script it compiles the model once under ``stance_magic.measure()`` and
+prints one JSON object: the report's cache figures, torch's own records and
+counters for the same compile, and the cache directory's files for each key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import torch
+from torch import nn
+
+
+class Tiny(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.lin(x)).sum(-1)
+
+
+def make() -> tuple[nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    return Tiny(), torch.randn(4, 16, requires_grad=True)
+
+
+def step(cmodel: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Forward and backward: AOTAutograd caches only training graphs here."""
+    y = cmodel(x)
+    y.sum().backward()
+    return y
+
+
+def records_during(get_metrics, fn, *args) -> list:
+    """torch's compile records of ``fn(*args)`` measured under
+    ``stance_magic.measure()``, selected by time (torch's record deque keeps
+    64, so counting from its length fails in a long run), then the report."""
+    import time
+
+    import stance_magic
+
+    t0 = time.time_ns() // 1000
+    with stance_magic.measure() as rep:
+        fn(*args)
+    t1 = time.time_ns() // 1000
+    return [r for r in get_metrics() if t0 <= (r.start_time_us or 0) <= t1] + [rep]
+
+
+def figures(rep, records, counters_grown) -> dict:
+    """The report's cache figures with torch's for the same compile."""
+    from stance_magic.probe import caches as pc
+
+    keys: dict[str, list[str]] = {}
+    for f in rep.frames:
+        for use in f.caches:
+            keys.setdefault(use.cache, []).extend(use.keys)
+    return {
+        "report": {
+            "fx_hits": rep.fx_cache_hits,
+            "fx_misses": rep.fx_cache_misses,
+            "aot_hits": rep.aot_cache_hits,
+            "aot_misses": rep.aot_cache_misses,
+            "state": rep.cache_state,
+            "verdict": rep.cache_verdict,
+            "loaded_from": rep.cache_loaded_from,
+            "compile_s": rep.compile_s,
+            "dynamo_s": rep.compile_breakdown.get("dynamo", 0.0),
+            "loaded_s": rep.cache_loaded_s,
+            "generated_s": rep.cache_generated_s,
+            "saved_s": rep.cache_saved_s,
+        },
+        "records": {
+            f"{cache}_{outcome}": sum(pc.record_count(r, cache, outcome) for r in records)
+            for cache in (pc.INDUCTOR, pc.AOT_AUTOGRAD)
+            for outcome in ("hit", "miss")
+        },
+        "counters": {f"{c}_{o}": n for (c, o), n in counters_grown.items()},
+        "keys": keys,
+        "files": {
+            cache: [os.path.exists(pc.entry_path(cache, k)) for k in ks]
+            for cache, ks in keys.items()
+        },
+        "cache_dir": pc.cache_dir(),
+    }
+
+
+def main(argv: list[str]) -> int:
+    from torch._dynamo.utils import get_compilation_metrics
+
+    import stance_magic
+    from stance_magic.probe import caches as pc
+
+    out: dict = {}
+    if "--load" in argv:
+        info = stance_magic.load_cache(argv[argv.index("--load") + 1])
+        out["loaded"] = {"counts": info.counts, "cache_dir": info.cache_dir}
+    model, x = make()
+    cmodel = torch.compile(model)
+    before = pc.counters_snapshot()
+    records = records_during(get_compilation_metrics, step, cmodel, x)
+    rep = records.pop()
+    now = pc.counters_snapshot()
+    out.update(figures(rep, records, {k: now[k] - before[k] for k in now}))
+    out["text"] = str(rep)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
