@@ -159,6 +159,14 @@ REFUSAL_GUARDS_SINCE = (2, 10)
 #: the report says so.
 PROFILER_EMPTY_LOOKUPS_UNTIL = (2, 12)
 
+#: From 2.9 the per-call callback of ``eager_then_compile`` /
+#: ``aot_eager_then_compile`` is linked to torch.compile's own one, so cache
+#: entries match it. 2.8 matches by address alone: its cache serves a later
+#: call only when that call's new callback lands where the previous one was
+#: freed, so whether it recompiles depends on the allocator (see
+#: :func:`callback_ref`); the report counts what torch did.
+DELAYED_CALLBACK_LINKED_SINCE = (2, 9)
+
 #: The attribute that links a Dynamo callback to the callback or backend it
 #: wraps: ``_torchdynamo_orig_callable`` in 2.8, ``_torchdynamo_orig_backend``
 #: from 2.9 (where the former only links torch.compile's wrapper to the
