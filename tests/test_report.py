@@ -206,10 +206,15 @@ def test_eager_fallbacks_and_refused_recompiles(sh):
 
 def test_eager_then_compile_first_call_is_named(sh):
     sh.run_cell("e = torch.compile(lambda x: x * 5, backend='eager')")
+    t0 = time.time_ns() // 1000
     run(sh, "%%stance eager_then_compile -q\nfor n in (2, 3, 4, 5):\n    e(torch.ones(n))")
     rep = last(sh)
     assert rep.eager_first_calls == 1
-    assert rep.compiles == 1 and not rep.recompiles  # dynamic from the first two calls
+    if probe.torch_version() >= probe.DELAYED_CALLBACK_LINKED_SINCE:
+        assert rep.compiles == 1 and not rep.recompiles  # dynamic from the first two calls
+    else:  # torch 2.8 may recompile here (probe.DELAYED_CALLBACK_LINKED_SINCE): what it did
+        made = [r for r in get_compilation_metrics() if (r.start_time_us or 0) >= t0]
+        assert rep.compiles == len([r for r in made if r.co_name]) >= 1
     assert rep.cache_hits + rep.cache_misses == 3
 
 

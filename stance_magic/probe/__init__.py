@@ -76,6 +76,7 @@ from .records import (  # noqa: F401
     record_total_s,
 )
 from .releases import (  # noqa: F401
+    DELAYED_CALLBACK_LINKED_SINCE,
     BACKEND_LINKS,
     GUARD_SOURCE_SINCE,
     PROFILER_EMPTY_LOOKUPS_UNTIL,

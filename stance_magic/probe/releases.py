@@ -31,10 +31,18 @@ REFUSAL_GUARDS_SINCE = (2, 10)
 #: the report says so.
 PROFILER_EMPTY_LOOKUPS_UNTIL = (2, 12)
 
+#: From 2.9 the per-call callback of ``eager_then_compile`` /
+#: ``aot_eager_then_compile`` is linked to torch.compile's own one, so cache
+#: entries match it. 2.8 matches by address alone: its cache serves a later
+#: call only when that call's new callback lands where the previous one was
+#: freed, so whether it recompiles depends on the allocator (see
+#: :func:`callback_ref`); the report counts what torch did.
+DELAYED_CALLBACK_LINKED_SINCE = (2, 9)
+
 #: The attribute that links a Dynamo callback to the callback or backend it
 #: wraps: ``_torchdynamo_orig_callable`` in 2.8, ``_torchdynamo_orig_backend``
 #: from 2.9 (where the former only links torch.compile's wrapper to the
-#: user's function); ``eval_frame.innermost_backend`` follows it from 2.13.
+#: user's function); ``eval_frame.innermost_backend`` follows it from 2.12.
 #: Both are followed, newest first.
 BACKEND_LINKS = ("_torchdynamo_orig_backend", "_torchdynamo_orig_callable")
 
@@ -60,9 +68,10 @@ def inline_wrapped(frame: Any, owner: int) -> tuple[str, str, int | None] | None
     """What torch.compile's ``external_utils.wrap_inline`` wrapper (the
     compiled frame ``inner``) calls, named as the report names a callable.
 
-    torch wraps a function it cannot see the source of (2.8 and 2.10 here:
-    ``inspect.getsourcefile`` is None, as for code ``exec``'d from a string);
-    its records then name ``inner`` in torch's own file. The wrapper is the
+    torch 2.8 to 2.12 wrap a function whose source they cannot find
+    (``inspect.getsourcefile`` is None, as for code ``exec``'d from a string)
+    and their records name ``inner`` in torch's own file; 2.13 compiles the
+    function's own frame whatever its file. The wrapper is the
     ``fn`` of the torch.compile call (the compile_wrapper frame ``owner``, up
     from ``frame``), and it keeps the function as ``__wrapped__``.
     """
@@ -82,7 +91,7 @@ def inline_wrapped(frame: Any, owner: int) -> tuple[str, str, int | None] | None
 def innermost_backend(callback: Any) -> Any:
     """The backend at the bottom of a Dynamo callback's wrapper chain.
 
-    torch 2.13+ has ``eval_frame.innermost_backend``; older releases link the
+    torch 2.12+ has ``eval_frame.innermost_backend``; older releases link the
     same chain through ``_torchdynamo_orig_callable`` (see
     :data:`BACKEND_LINKS`), and 2.8's delayed-compile callback of
     ``eager_then_compile`` / ``aot_eager_then_compile`` (``callback_fn``) has
