@@ -76,8 +76,8 @@ from .records import (  # noqa: F401
     record_total_s,
 )
 from .releases import (  # noqa: F401
-    DELAYED_CALLBACK_LINKED_SINCE,
     BACKEND_LINKS,
+    DELAYED_CALLBACK_LINKED_SINCE,
     GUARD_SOURCE_SINCE,
     PROFILER_EMPTY_LOOKUPS_UNTIL,
     REFUSAL_GUARDS_SINCE,
