@@ -184,7 +184,7 @@ CSS = (
     ".sm-report.sm-report td,.sm-report.sm-report th{padding:2px 8px;text-align:left;"
     "vertical-align:top;border-bottom:1px solid var(--jp-border-color2,#e0e0e0);"
     "white-space:nowrap}"
-    ".sm-report.sm-report li,.sm-report.sm-report td.sm-err,"
+    ".sm-report.sm-report li,.sm-report.sm-report td.sm-err,.sm-report.sm-report td.sm-long,"
     ".sm-table.sm-table td:last-child{white-space:normal;min-width:12em}"
     ".sm-report.sm-report th{font-weight:600}"
     ".sm-report ul{margin:0;padding-left:16px}.sm-report caption{text-align:left;"
@@ -198,7 +198,10 @@ def report_html(rep: CellReport) -> str:
     title = f"stance_magic · {which}" if which else "stance_magic"
     rows = []
     for label, value, details in report_rows(rep):
-        cls = ' class="sm-err"' if label == "error" else ""
+        # a long value (a recompile's cause, a limit) wraps instead of widening the table
+        cls = (
+            ' class="sm-err"' if label == "error" else ' class="sm-long"' if len(value) > 80 else ""
+        )
         det = ""
         if details:
             det = (
