@@ -83,7 +83,7 @@ for pair in "${pairs[@]}"; do
     continue
   fi
   # shellcheck disable=SC2086
-  "$venv/bin/python" -m pytest -q -m "$mark" ${MATRIX_PYTEST_ARGS:-tests} >>"$log" 2>&1
+  "$venv/bin/python" -m pytest -q -rs -m "$mark" ${MATRIX_PYTEST_ARGS:-tests} >>"$log" 2>&1
   rc=$?
   t2=$(date +%s)
   counts=$(grep -E "^(=+ )?[0-9]+ (passed|failed|error|skipped)|no tests ran" "$log" | tail -1 | sed 's/=//g; s/^ *//; s/ *$//')
