@@ -161,12 +161,10 @@ def test_panel_benchmark_quick_run(tmp_path):
     assert "Traceback" not in proc.stderr, proc.stderr
     res = json.loads(out.read_text())
     for cell in res["cells"].values():
-        for fig in (cell["open"], cell["none"]):  # times
-            assert fig["n"] >= 1 and fig["median"] > 0 and fig["q3"] >= fig["q1"] > 0
-        # a ratio of paired rounds: on a loaded machine a round's quartile can
-        # come out below zero (seen at -0.2); its median and order still hold
-        ratio = cell["ratio"]
-        assert ratio["n"] >= 1 and ratio["median"] > 0 and ratio["q3"] >= ratio["q1"]
+        # medians of real timings are positive; the quartiles of a quick run's
+        # two or three rounds are extrapolated and may fall below zero (seen: -0.2)
+        for fig in (cell["open"], cell["none"], cell["ratio"]):
+            assert fig["n"] >= 1 and fig["median"] > 0 and fig["q3"] >= fig["q1"]
     assert res["history_after"] >= 1  # the warm calls were measured
 
 
