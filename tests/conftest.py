@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+
 import pytest
 import torch
 from IPython.core.interactiveshell import InteractiveShell
@@ -63,4 +66,46 @@ def _torch_default():
     torch.compiler.set_stance("default")
 
 
-__all__ = ["html_outputs", "last", "run", "stance_magic", "text_outputs"]
+class LogMessages(logging.Handler):
+    """The messages of torch's own log records (what TORCH_LOGS prints)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def torch_log(logger: str, **artifacts: object):
+    """``torch._logging.set_logs(**artifacts)`` with a handler on ``logger``
+    (torch's artifact loggers do not propagate), reset afterwards."""
+    torch._logging.set_logs(**artifacts)
+    handler = LogMessages()
+    lg = logging.getLogger(logger)
+    lg.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        lg.removeHandler(handler)
+        torch._logging.set_logs()
+
+
+RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
+GRAPH_BREAKS_LOGGER = "torch._dynamo.symbolic_convert.__graph_breaks"
+SHAPES_LOGGER = "torch.fx.experimental.symbolic_shapes"
+
+
+__all__ = [
+    "GRAPH_BREAKS_LOGGER",
+    "RECOMPILES_LOGGER",
+    "SHAPES_LOGGER",
+    "LogMessages",
+    "html_outputs",
+    "last",
+    "run",
+    "stance_magic",
+    "text_outputs",
+    "torch_log",
+]

@@ -13,28 +13,21 @@ from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
 from stance_magic import causes
 
-from conftest import last, run
-
-
-class Recompiles(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+from conftest import (
+    GRAPH_BREAKS_LOGGER,
+    RECOMPILES_LOGGER,
+    SHAPES_LOGGER,
+    last,
+    run,
+    torch_log,
+)
 
 
 @pytest.fixture
 def torch_recompiles():
     """torch's own recompiles log records (TORCH_LOGS=recompiles)."""
-    torch._logging.set_logs(recompiles=True)
-    handler = Recompiles()
-    logger = logging.getLogger("torch._dynamo.guards.__recompiles")
-    logger.addHandler(handler)
-    yield handler.messages
-    logger.removeHandler(handler)
-    torch._logging.set_logs()
+    with torch_log(RECOMPILES_LOGGER, recompiles=True) as handler:
+        yield handler.messages
 
 
 def measured(sh, setup: str, cell: str):
@@ -253,17 +246,10 @@ def test_graph_break_todo_list_against_torch_logs_and_registry(sh):
         open(os.path.join(os.path.dirname(torch.__file__), "_dynamo", "graph_break_registry.json"))
     )
     sh.run_cell(CHATTY, store_history=True)
-    torch._logging.set_logs(graph_breaks=True)
-    handler = Recompiles()
-    logger = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
-    logger.addHandler(handler)
-    try:
+    with torch_log(GRAPH_BREAKS_LOGGER, graph_breaks=True) as handler:
         res, cap = run(
             sh, "%%stance default --no-plot\nfor _ in range(2):\n    chatty(torch.randn(2, 4))"
         )
-    finally:
-        logger.removeHandler(handler)
-        torch._logging.set_logs()
     assert res.success
     rep = last(sh)
     logged = handler.messages  # torch's own graph_breaks records
@@ -334,35 +320,21 @@ def test_a_break_inside_library_code_names_the_users_line(sh, tmp_path, monkeypa
     assert "inside fakelib.py:4" in g.todo()
 
 
-class ShapeLog(logging.Handler):
-    """torch's own ``dynamic`` log records (TORCH_LOGS=+dynamic)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-    def created(self) -> dict[str, str]:
-        """symbol -> source, from torch's create_symbol records."""
-        out = {}
-        for m in self.messages:
-            if m.startswith("create_symbol "):
-                words = m.split()
-                out[words[1]] = words[5]
-        return out
+def created(messages: list[str]) -> dict[str, str]:
+    """symbol -> source, from torch's create_symbol records."""
+    out = {}
+    for m in messages:
+        if m.startswith("create_symbol "):
+            words = m.split()
+            out[words[1]] = words[5]
+    return out
 
 
 @pytest.fixture
 def shape_log():
-    torch._logging.set_logs(dynamic=logging.DEBUG)
-    handler = ShapeLog()
-    logger = logging.getLogger("torch.fx.experimental.symbolic_shapes")
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
-    torch._logging.set_logs()
+    """torch's own ``dynamic`` log records (TORCH_LOGS=+dynamic)."""
+    with torch_log(SHAPES_LOGGER, dynamic=logging.DEBUG) as handler:
+        yield handler
 
 
 @pytest.mark.parametrize(
@@ -387,11 +359,11 @@ def shape_log():
 )
 def test_dynamic_dimensions_named_as_torch_names_them(sh, shape_log, cell, why):
     rep = measured(sh, "", cell)
-    created = shape_log.created()  # independent: torch's create_symbol records
+    made = created(shape_log.messages)  # independent: torch's create_symbol records
     d = rep.dynamic_shapes[-1]
     (sym_line,) = [s for s in d.symbols if s.startswith("s")][:1]
     sym = sym_line.split(" ", 1)[0]
-    assert created[sym] == "L['x'].size()[0]"
+    assert made[sym] == "L['x'].size()[0]"
     assert d.inputs[0].startswith(f"x: [{sym}, ")
     assert why in sym_line
     if why == "dynamic=True":
@@ -407,9 +379,9 @@ def test_eager_then_compile_inferred_dimension(sh, shape_log):
     )
     rep = last(sh)
     d = rep.dynamic_shapes[-1]  # torch 2.8 also compiles the first call's frame
-    created = shape_log.created()
+    made = created(shape_log.messages)
     (line,) = d.symbols
-    assert created[line.split(" ", 1)[0]] == "L['x'].size()[0]"
+    assert made[line.split(" ", 1)[0]] == "L['x'].size()[0]"
     assert "eager_then_compile" in line
 
 

@@ -10,7 +10,6 @@ object's cache entries, the exceptions the cell caught.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 
@@ -22,7 +21,7 @@ from torch._dynamo.utils import get_compilation_metrics
 from stance_magic import probe
 from stance_magic.probe import torch_version
 
-from conftest import html_outputs, last, run, text_outputs
+from conftest import RECOMPILES_LOGGER, html_outputs, last, run, text_outputs, torch_log
 
 COUNTING_BACKEND = """
 graph_runs = [0]
@@ -50,35 +49,20 @@ def limit_two():
     torch._dynamo.config.recompile_limit = old
 
 
-class RecompileLog(logging.Handler):
-    """torch's own ``recompiles`` log records (what TORCH_LOGS=recompiles prints)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-    def failures(self) -> list[list[str]]:
-        """Each recompile's guard failures, as torch listed them."""
-        entry = re.compile(r"^- \d+/\d+: ")  # torch indents each entry's text with "- "
-        out = []
-        for msg in self.messages:
-            lines = [ln.strip() for ln in msg.splitlines()]
-            out.append([ln[2:] for ln in lines if entry.match(ln)])
-        return out
+def failures(messages: list[str]) -> list[list[str]]:
+    """Each recompile's guard failures, as torch's recompiles records list them."""
+    entry = re.compile(r"^- \d+/\d+: ")  # torch indents each entry's text with "- "
+    out = []
+    for msg in messages:
+        lines = [ln.strip() for ln in msg.splitlines()]
+        out.append([ln[2:] for ln in lines if entry.match(ln)])
+    return out
 
 
 @pytest.fixture
 def recompile_log():
-    torch._logging.set_logs(recompiles=True)
-    handler = RecompileLog()
-    logger = logging.getLogger("torch._dynamo.guards.__recompiles")
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
-    torch._logging.set_logs()
+    with torch_log(RECOMPILES_LOGGER, recompiles=True) as handler:
+        yield handler
 
 
 def test_recompile_limit_is_reported_with_every_eager_call(counting, limit_two):
@@ -221,7 +205,7 @@ def test_every_failed_guard_is_shown_and_the_hint_follows_the_one_that_matters(s
     res, cap = run(sh, "%%stance default --no-plot\nSCALE = 5.0\nf(torch.ones(2))")
     assert res.success
     rep = last(sh)
-    (torch_failures,) = recompile_log.failures()
+    (torch_failures,) = failures(recompile_log.messages)
     assert len(torch_failures) == 3
     (rc,) = rep.recompile_details
     ours = [f.reason for f in rc.failures]
