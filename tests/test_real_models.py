@@ -25,7 +25,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from stance_magic import probe
 
-from conftest import last, run
+from conftest import SHAPES_LOGGER, last, run, torch_log
 
 pytest.importorskip("transformers")
 
@@ -603,24 +603,9 @@ def test_gpt2_dynamic_length_named_as_torch_names_it(sh):
     recompile makes the sequence length a symbol (automatic dynamic); the
     symbol's name and source are torch's own (its create_symbol records)."""
     sh.run_cell(COUNTED_GPT2)
-    created: dict[str, str] = {}
-
-    class Created(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            msg = record.getMessage()
-            if msg.startswith("create_symbol "):
-                words = msg.split()
-                created[words[1]] = words[5]
-
-    handler = Created(logging.DEBUG)
-    torch._logging.set_logs(dynamic=logging.DEBUG)
-    logger = logging.getLogger("torch.fx.experimental.symbolic_shapes")
-    logger.addHandler(handler)
-    try:
+    with torch_log(SHAPES_LOGGER, dynamic=logging.DEBUG) as log:
         res, _ = run(sh, "%%stance default -q\nout = models.generate(cgpt, ids, 4)")
-    finally:
-        logger.removeHandler(handler)
-        torch._logging.set_logs()
+    created = {m.split()[1]: m.split()[5] for m in log.messages if m.startswith("create_symbol ")}
     assert res.success, res.error_in_exec
     rep = last(sh)
     first, second = rep.dynamic_shapes[:2]
