@@ -19,6 +19,7 @@ No torch internals here: :mod:`stance_magic.probe.trace` holds them.
 from __future__ import annotations
 
 import html
+import io
 import json
 import os
 import platform
@@ -684,7 +685,7 @@ def bundle(
     bug.zip: cell In [4] source; report (text, JSON); versions; stance and 1 changed
     dynamo config value; trace (2 compile ids) and its tlparse output (31 files)
     """
-    from .export import check_target
+    from .export import atomic_write, check_target
     from .probe.trace import dynamo_config_changes
 
     if report is None:
@@ -693,7 +694,7 @@ def bundle(
     if target.suffix.lower() != ".zip":
         raise BundleError(f"{path}: a bundle is a .zip file")
     try:
-        _, real, mode = check_target(target)
+        check_target(target)  # refused before anything is gathered
     except OSError as err:
         raise BundleError(f"cannot write {path}: {err.strerror or err}") from None
 
@@ -758,20 +759,14 @@ def bundle(
         "environment variable is included.\n\nFiles:\n"
         + "".join(f"  {n}\n" for n in sorted([*files, "README.txt"]))
     )
-    fd, tmpzip = tempfile.mkstemp(prefix=f".{real.name}.", dir=real.parent)
-    os.close(fd)
     try:
-        with zipfile.ZipFile(tmpzip, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
             for n in sorted(files):
                 z.writestr(n, files[n])
-        os.chmod(tmpzip, mode)
-        os.replace(tmpzip, real)
-    except BaseException:
-        try:
-            os.unlink(tmpzip)
-        except OSError:
-            pass
-        raise
+        atomic_write(target, buf.getvalue())  # whole or not at all, as the exports
+    except OSError as err:
+        raise BundleError(f"cannot write {path}: {err.strerror or err}") from None
     finally:
         if tmp is not None:
             tmp.cleanup()
