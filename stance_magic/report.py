@@ -814,7 +814,12 @@ def _dynamic_shapes(window: probe.Window, frames: list[FrameCompile]) -> list[Dy
             continue
         cid = str(getattr(rec, "compile_id", ""))
         d = DynamicShapes(cid, where.get(cid, ""))
-        d.inputs = [f"{_pretty_source(s)}: [{', '.join(dims)}]" for s, dims in shapes.inputs]
+        # a module's parameters and buffers are graph inputs too, not the user's
+        d.inputs = [
+            f"{_pretty_source(s)}: [{', '.join(dims)}]"
+            for s, dims in shapes.inputs
+            if "._parameters[" not in s and "._buffers[" not in s
+        ]
         d.symbols = [f"{sym} = {_pretty_source(src)}: {why}" for sym, src, why in shapes.symbols]
         for sym, value, src, guard, loc in shapes.specialized:
             line = f"{sym} = {_pretty_source(src)} specialized to {value} by {guard}"
