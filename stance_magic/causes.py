@@ -176,8 +176,8 @@ def identify(guard: str, defined: dict[str, tuple[str, str, str]] | None = None)
             "compile one function per mode",
             text,
         )
-    if kind == "value" and guarded_name(body)[1] and "." in guarded_name(body)[0]:
-        name = guarded_name(body)[0]
+    name, is_global = guarded_name(body) if kind in ("value", "flag") else ("", False)
+    if kind == "value" and is_global and "." in name:
         owner, _, attr = name.partition(".")
         value = VALUE.match(body).group("value")  # type: ignore[union-attr]
         return Cause(
@@ -190,7 +190,6 @@ def identify(guard: str, defined: dict[str, tuple[str, str, str]] | None = None)
             text,
         )
     if kind == "value":
-        name, is_global = guarded_name(body)
         value = (VALUE.match(body) or FLAG.match(body)).group("value")  # type: ignore[union-attr]
         number = "float" if "." in value or "e" in value else "int"
         if is_global:
@@ -213,7 +212,6 @@ def identify(guard: str, defined: dict[str, tuple[str, str, str]] | None = None)
             text,
         )
     if kind == "flag":
-        name, is_global = guarded_name(body)
         where = "global flag" if is_global else "flag"
         return Cause(
             kind,
