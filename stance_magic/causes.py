@@ -39,6 +39,12 @@ _KINDS = (
     ("size", re.compile(r"size mismatch at index|size\(\)", re.I)),
 )
 
+#: torch 2.13+'s text when an entry was compiled for another backend.
+BACKEND = re.compile(r"BACKEND_MATCH failure")
+#: ``0/1: `` with nothing after it: no guard failed (torch before the
+#: BACKEND_MATCH text: the entry was made for another callback).
+ENTRY_ONLY = re.compile(r"^(?:\d+/\d+:)?\s*$")
+
 #: Kinds a tensor can change in that each need a graph of their own.
 OWN_GRAPH = ("rank", "dtype", "device", "requires_grad", "grad mode")
 
@@ -46,8 +52,11 @@ OWN_GRAPH = ("rank", "dtype", "device", "requires_grad", "grad mode")
 def failure_kind(reason: str) -> str:
     """What a failed guard is about, from torch's text: ``size``, ``rank``,
     ``dtype``, ``device``, ``requires_grad``, ``grad mode``, ``value`` (a
-    Python number), ``flag`` (a bool), ``identity``, ``attribute``, else
-    ``other``."""
+    Python number), ``flag`` (a bool), ``identity``, ``attribute``,
+    ``backend`` (no guard failed: the entry was made for another backend or
+    callback), else ``other``."""
+    if BACKEND.search(reason) or ENTRY_ONLY.match(reason):
+        return "backend"
     for kind, pattern in _KINDS:
         if pattern.search(reason):
             return kind
@@ -73,11 +82,14 @@ def decisive(failures: list[Any], fallback: str = "") -> tuple[str, str]:
     texts = [getattr(f, "reason", f) for f in failures] or ([fallback] if fallback else [])
     if not texts:
         return "other", ""
-    for text in texts:
-        kind = failure_kind(text)
-        if kind != "size":
+    kinds = [(failure_kind(text), text) for text in texts]
+    for kind, text in kinds:
+        if kind not in ("size", "backend"):
             return kind, text
-    return "size", texts[0]
+    for kind, text in kinds:
+        if kind == "size":
+            return kind, text
+    return kinds[0]
 
 
 def guarded_name(text: str) -> tuple[str, bool]:
@@ -119,18 +131,48 @@ class Cause:
         return f"{self.what}{n}: {self.fix}"
 
 
-def identify(guard: str, defined: dict[str, tuple[str, str, str]] | None = None) -> Cause | None:
+def identify(
+    guard: str,
+    defined: dict[str, tuple[str, str, str]] | None = None,
+    *,
+    unlinked_stance: str | None = None,
+) -> Cause | None:
     """The trap behind one failed guard, or None when it is not one of them.
 
     ``defined`` maps an identity guard's expression to (name, where, what) of
     the object it names now: ``where`` as the report writes places
-    (``In [3]``), ``what`` is ``class`` or ``function``.
+    (``In [3]``), ``what`` is ``class`` or ``function``. ``unlinked_stance``:
+    the stance of the call when this torch tells its entries apart by the
+    address of a callback it rebuilds for every call under it (torch 2.8,
+    ``eager_then_compile``; see ``probe.delayed_callback_unlinked``).
     """
     text = guard.split("  ← ")[0].strip()
     body = text.split(": ", 1)[1] if re.match(r"^\d+/\d+: ", text) else text
-    entry = text.split(":", 1)[0] if re.match(r"^\d+/\d+: ", text) else ""
+    entry = text.split(":", 1)[0] if re.match(r"^\d+/\d+:", text) else ""
     of_entry = f" (the entry {entry} was compiled for the one before)" if entry else ""
     kind = failure_kind(body)
+    if kind == "backend" and unlinked_stance and not BACKEND.search(body):
+        return Cause(
+            "callback",
+            unlinked_stance,
+            f"no guard failed: torch 2.8 matches cache entries under {unlinked_stance} by "
+            "the address of a callback it builds anew for every call, and this call's "
+            "landed elsewhere in memory (a torch 2.8 defect: whether it recompiles depends "
+            "on the allocator, measured or not)",
+            "torch 2.9 or later links the callbacks; on 2.8 the default stance with "
+            "torch.compile(dynamic=True) or mark_dynamic compiles once",
+            text,
+        )
+    if kind == "backend":
+        return Cause(
+            "backend",
+            entry or "the entry",
+            "no guard failed: the cache entries were compiled for another backend (a "
+            "second torch.compile of the same function or module with another backend, or "
+            "force_backend), and an entry serves only the backend that made it",
+            "compile each function once, with one backend (reuse the compiled object)",
+            text,
+        )
     tensor = TENSOR.search(body)
     tname = tensor.group("name") if tensor else "an input"
     if kind == "size" and PARAMETER.search(tname):

@@ -774,15 +774,17 @@ def _recompile_causes(rep: CellReport, window: probe.Window) -> list[_causes.Cau
     """The trap behind each recompile and refusal, from the guard failure
     that decides it (see :func:`stance_magic.causes.decisive`)."""
     defined = {m.compile_id: m.defined for m in window.miss_events if m.compile_id}
+    stances = {m.compile_id: m.stance for m in window.miss_events if m.compile_id}
     found: dict[tuple[str, str], _causes.Cause] = {}
 
-    def add(failures: list[Any], fallback: str, context: dict[str, Any]) -> None:
+    def add(failures: list[Any], fallback: str, context: dict[str, Any], stance: str) -> None:
         _, text = _causes.decisive(failures, fallback)
         ctx = {
             expr: (name, _place(filename), what)
             for expr, (name, filename, _line, what) in context.items()
         }
-        c = _causes.identify(text, ctx) if text else None
+        unlinked = stance if probe.delayed_callback_unlinked(stance) else None
+        c = _causes.identify(text, ctx, unlinked_stance=unlinked) if text else None
         if c is None:
             return
         key = (c.kind, c.subject)
@@ -792,10 +794,10 @@ def _recompile_causes(rep: CellReport, window: probe.Window) -> list[_causes.Cau
             found[key] = c
 
     for r in rep.recompile_details:
-        add(r.failures, str(r), defined.get(r.compile_id, {}))
+        add(r.failures, str(r), defined.get(r.compile_id, {}), stances.get(r.compile_id, ""))
     for m in window.miss_events:
         if m.outcome == probe.MISS_REFUSED and m.failures:
-            add(_guard_failures(m.failures), "", m.defined)
+            add(_guard_failures(m.failures), "", m.defined, m.stance)
     return list(found.values())
 
 

@@ -83,6 +83,7 @@ from .releases import (  # noqa: F401
     REFUSAL_GUARDS_SINCE,
     TESTING_HOOK_BUILDER_SINCE,
     callback_ref,
+    delayed_callback_unlinked,
     inline_wrapped,
     innermost_backend,
 )
@@ -95,6 +96,7 @@ from .shapes import (  # noqa: F401
 )
 from .stances import (  # noqa: F401
     COMPILED_REGION_MESSAGE,
+    DELAYED_STANCES,
     STANCE_SINCE,
     CompiledRegionError,
     missing_stance_hint,

@@ -8,6 +8,8 @@ import weakref
 from typing import Any, Callable
 
 from .frames import _is_module, describe_callable
+from .stances import DELAYED_STANCES
+from .version import torch_version
 
 #: 2.8 calls ``guard_manager_testing_hook_fn(guard_manager, local_scope)``;
 #: 2.9 added the guard builder (whose ``f_code`` names the compiled frame).
@@ -45,6 +47,14 @@ DELAYED_CALLBACK_LINKED_SINCE = (2, 9)
 #: user's function); ``eval_frame.innermost_backend`` follows it from 2.12.
 #: Both are followed, newest first.
 BACKEND_LINKS = ("_torchdynamo_orig_backend", "_torchdynamo_orig_callable")
+
+
+def delayed_callback_unlinked(stance: str) -> bool:
+    """True when this torch matches the cache entries of a call under
+    ``stance`` by its callback's address alone (torch 2.8 under
+    ``eager_then_compile`` / ``aot_eager_then_compile``): a recompile with no
+    failed guard is then that address changing, not anything the user did."""
+    return stance in DELAYED_STANCES and torch_version() < DELAYED_CALLBACK_LINKED_SINCE
 
 
 def callback_ref(callback: Any) -> Callable[[], Any]:

@@ -171,6 +171,10 @@ def no_disk_caches() -> Iterator[None]:
             setattr(mod, name, value)
 
 
+#: Stances that build a new callback for every torch.compile call and compile
+#: from the second call on (see releases.DELAYED_CALLBACK_LINKED_SINCE).
+DELAYED_STANCES = frozenset({"eager_then_compile", "aot_eager_then_compile"})
+
 #: Stances under which a torch.compile call can run its function eagerly
 #: without looking anything up (nothing compiled yet, or compiling disabled).
 _EAGER_STANCES = frozenset(
