@@ -350,7 +350,7 @@ def timeline_events(
     window: Any,
     *,
     chromium: list[dict[str, Any]],
-    regions: list[tuple[str, int, int]],
+    regions: list[tuple[str, float, float]],
     wall0: float,
     perf0: float,
 ) -> dict[str, Any]:
@@ -366,7 +366,9 @@ def timeline_events(
       instants (the recorder's clock);
     * ``graph break``: an instant when torch logged it;
     * ``run <id>``: each run of compiled code (the profiler's
-      ``Torch-Compiled Region`` events).
+      ``Torch-Compiled Region`` events, placed on the cell's clock through
+      two anchor ranges the profiler recorded beside them: see
+      ``probe.profiler.ANCHOR_EVENT``).
     """
     us0 = wall0 * 1e6
     ev: list[dict[str, Any]] = []
@@ -464,14 +466,14 @@ def timeline_events(
             )
         )
 
-    for cid, start_ns, dur_ns in regions:
+    for cid, start_s, dur_s in regions:
         ev.append(
             _x(
                 f"run {cid}",
                 "compiled_run",
                 TID_RUN,
-                start_ns / 1e3 - us0,
-                dur_ns / 1e3,
+                (start_s - perf0) * 1e6,
+                dur_s * 1e6,
                 {"compile_id": cid},
             )
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -13,6 +14,12 @@ from .version import require_torch
 CACHE_LOOKUP_EVENT = "TorchDynamo Cache Lookup"
 #: torch's profiler event around each run of compiled code, named with its compile id
 COMPILED_REGION_EVENT = "Torch-Compiled Region: "
+#: stance_magic's own profiler range at the start and at the end of a block:
+#: read on both the profiler's clock and ``time.perf_counter()``, they place
+#: the profiler's events on the cell's clock without converting between
+#: clocks (torch converts its clock to Unix time by calibration, off by
+#: milliseconds on a loaded machine).
+ANCHOR_EVENT = "stance_magic: clock anchor"
 
 
 @contextlib.contextmanager
@@ -85,8 +92,9 @@ class CellProfiler:
         self.memory = memory
         #: keep each run of compiled code (``Torch-Compiled Region: <id>``) for a timeline
         self.regions = regions
-        #: (compile id, start in ``time.time_ns()`` ns, duration ns), after :meth:`stop`
-        self.region_events: list[tuple[str, int, int]] = []
+        #: (compile id, start on ``time.perf_counter()`` s, duration s), after :meth:`stop`
+        self.region_events: list[tuple[str, float, float]] = []
+        self._anchors: list[float] = []
         self._cuda: tuple[int, int, int] | None = None
         if _autograd._profiler_enabled():
             raise ProfilerBusy("another torch profiler is running (torch allows one at a time)")
@@ -106,12 +114,23 @@ class CellProfiler:
         with _quiet_fd2():
             _autograd._prepare_profiler(cfg, activities)
             _autograd._enable_profiler(cfg, activities, scopes)
+        if regions:
+            self._anchor()
+
+    def _anchor(self) -> None:
+        """A tiny profiler range, with the perf_counter() time in its middle."""
+        import torch
+
+        with torch.autograd.profiler.record_function(ANCHOR_EVENT):
+            self._anchors.append(time.perf_counter())
 
     def stop(self) -> tuple[list[float] | None, list[MemoryFigure]]:
         """(each lookup's seconds, or None; memory figures per device)."""
         import torch
         from torch._C import _autograd
 
+        if self.regions:
+            self._anchor()
         with _quiet_fd2():
             result = _autograd._disable_profiler()
         events = result.events()
@@ -119,10 +138,14 @@ class CellProfiler:
         if self.lookups:
             lookups = [e.duration_ns() / 1e9 for e in events if e.name() == CACHE_LOOKUP_EVENT]
         if self.regions:
-            self.region_events = sorted(
-                (e.name()[len(COMPILED_REGION_EVENT) :], e.start_ns(), e.duration_ns())
-                for e in events
-                if e.name().startswith(COMPILED_REGION_EVENT)
+            self.region_events = _on_perf_clock(
+                [e for e in events if e.name() == ANCHOR_EVENT],
+                self._anchors,
+                [
+                    (e.name()[len(COMPILED_REGION_EVENT) :], e.start_ns(), e.duration_ns())
+                    for e in events
+                    if e.name().startswith(COMPILED_REGION_EVENT)
+                ],
             )
         figures: list[MemoryFigure] = []
         if self.memory:
@@ -155,3 +178,19 @@ class CellProfiler:
                 )
             )
         return lookups, figures
+
+
+def _on_perf_clock(
+    anchors: list, perf: list[float], spans: list[tuple[str, int, int]]
+) -> list[tuple[str, float, float]]:
+    """Profiler spans (name, start ns, duration ns) on ``perf_counter()``
+    seconds, mapped through the two anchor ranges (each range's midpoint is
+    when ``perf`` was read); without both anchors, nothing (never a guess)."""
+    if len(anchors) != 2 or len(perf) != 2:
+        return []
+    a0, a1 = sorted(a.start_ns() + a.duration_ns() / 2 for a in anchors)
+    p0, p1 = perf
+    scale = (p1 - p0) / ((a1 - a0) / 1e9) if a1 > a0 else 1.0
+    return sorted(
+        (name, p0 + (start - a0) / 1e9 * scale, dur / 1e9 * scale) for name, start, dur in spans
+    )
