@@ -447,3 +447,37 @@ def test_without_tlparse_the_report_says_so_and_keeps_the_trace(sh, tmp_path, mo
     assert rep.tlparse_index is None and Path(rep.trace_file).exists()
     assert "tlparse: not installed (pip install tlparse)" in str(rep)
     assert f"trace (1 compile id): {rep.trace_file}" in str(rep)  # outside the cwd: as it is
+
+
+def test_profiler_spans_are_placed_through_the_shortest_anchor_ranges():
+    """Runs of compiled code go on the cell's clock through stance_magic's
+    anchor ranges (profiler clock ↔ perf_counter), the shortest of each
+    group: a range stretched by preemption does not shift the timeline."""
+    from stance_magic.probe import profiler
+
+    class Range:
+        def __init__(self, start, dur):
+            self._s, self._d = start, dur
+
+        def start_ns(self):
+            return self._s
+
+        def duration_ns(self):
+            return self._d
+
+    n = profiler.ANCHOR_TRIES
+    assert n >= 2
+    # the profiler's clock runs 5 s ahead of perf_counter(); the first start
+    # range was preempted for 4 ms, its perf reading taken at its end
+    starts = [Range(5_000_000_000 + 4_000_000 * 0, 4_000_000)] + [
+        Range(5_004_100_000 + 1000 * k, 200) for k in range(n - 1)
+    ]
+    perf_start = [0.004] + [0.0041 + 1e-6 * k + 1e-7 for k in range(n - 1)]
+    ends = [Range(5_104_000_000 + 1000 * k, 200) for k in range(n)]
+    perf_end = [0.104 + 1e-6 * k + 1e-7 for k in range(n)]
+    spans = [("0/0", 5_050_000_000, 2_000_000)]
+    ((cid, start, dur),) = profiler._on_perf_clock(starts + ends, perf_start + perf_end, spans)
+    assert cid == "0/0"
+    assert start == pytest.approx(0.050, abs=1e-7) and dur == pytest.approx(0.002, rel=1e-6)
+    # without both groups of anchors: nothing rather than a guess
+    assert profiler._on_perf_clock(starts, perf_start, spans) == []

@@ -20,6 +20,7 @@ COMPILED_REGION_EVENT = "Torch-Compiled Region: "
 #: clocks (torch converts its clock to Unix time by calibration, off by
 #: milliseconds on a loaded machine).
 ANCHOR_EVENT = "stance_magic: clock anchor"
+ANCHOR_TRIES = 3
 
 
 @contextlib.contextmanager
@@ -118,11 +119,13 @@ class CellProfiler:
             self._anchor()
 
     def _anchor(self) -> None:
-        """A tiny profiler range, with the perf_counter() time in its middle."""
+        """Tiny profiler ranges, each with a perf_counter() reading inside
+        (:func:`_on_perf_clock` keeps the shortest: least likely preempted)."""
         import torch
 
-        with torch.autograd.profiler.record_function(ANCHOR_EVENT):
-            self._anchors.append(time.perf_counter())
+        for _ in range(ANCHOR_TRIES):
+            with torch.autograd.profiler.record_function(ANCHOR_EVENT):
+                self._anchors.append(time.perf_counter())
 
     def stop(self) -> tuple[list[float] | None, list[MemoryFigure]]:
         """(each lookup's seconds, or None; memory figures per device)."""
@@ -184,12 +187,19 @@ def _on_perf_clock(
     anchors: list, perf: list[float], spans: list[tuple[str, int, int]]
 ) -> list[tuple[str, float, float]]:
     """Profiler spans (name, start ns, duration ns) on ``perf_counter()``
-    seconds, mapped through the two anchor ranges (each range's midpoint is
-    when ``perf`` was read); without both anchors, nothing (never a guess)."""
-    if len(anchors) != 2 or len(perf) != 2:
+    seconds, mapped through the anchor ranges: of those at the start and of
+    those at the end, the shortest (its midpoint is when its ``perf`` was
+    read, to half its duration); without both, nothing (never a guess)."""
+    n = ANCHOR_TRIES
+    if len(anchors) != 2 * n or len(perf) != 2 * n:
         return []
-    a0, a1 = sorted(a.start_ns() + a.duration_ns() / 2 for a in anchors)
-    p0, p1 = perf
+    ranges = sorted((a.start_ns(), a.duration_ns()) for a in anchors)
+
+    def best(group: range) -> tuple[float, float]:
+        i = min(group, key=lambda k: ranges[k][1])
+        return ranges[i][0] + ranges[i][1] / 2, perf[i]
+
+    (a0, p0), (a1, p1) = best(range(n)), best(range(n, 2 * n))
     scale = (p1 - p0) / ((a1 - a0) / 1e9) if a1 > a0 else 1.0
     return sorted(
         (name, p0 + (start - a0) / 1e9 * scale, dur / 1e9 * scale) for name, start, dur in spans
