@@ -686,7 +686,7 @@ def _guard_details(rep: CellReport) -> list[str]:
     out = [rep.guard_method] if rep.guard_method else []
     if rep.guard_bound:
         out.append(rep.guard_bound)
-    looked_up = [t for t in rep.guard_targets if t.timed or t.untimed]
+    looked_up = [t for t in rep.guard_targets if t.timed or t.untimed or t.sampled]
     if len(looked_up) > 1 or any(t.untimed for t in looked_up):
         for t in looked_up:
             line = f"{t.name}"
@@ -695,6 +695,8 @@ def _guard_details(rep: CellReport) -> list[str]:
             parts = []
             if t.timed:
                 parts.append(f"{_plural(t.timed, 'lookup')} × {fmt_s(t.per_lookup_s)}")
+            if t.sampled:
+                parts.append(f"{t.sampled} more counted, not timed")
             if t.untimed:
                 parts.append(f"{t.untimed} nested lookups not timed")
             out.append(f"{line}: {', '.join(parts)}")

@@ -202,6 +202,9 @@ class GuardTarget:
     eager_calls: int = 0
     #: the median timed lookup (robust to a lookup the OS preempted)
     per_lookup_s: float | None = None
+    #: lookups counted but not timed (sampling after the first ones; see
+    #: ``probe.SAMPLE_FIRST``); ``seconds`` is then extrapolated from the timed
+    sampled: int = 0
 
 
 @dataclass
@@ -300,6 +303,8 @@ class CellReport:
     #: lookups timed in situ / not timed (resume functions, nested frames)
     guard_lookups_timed: int = 0
     guard_lookups_untimed: int = 0
+    #: lookups counted but not timed (sampling), in ``guard_s`` by extrapolation
+    guard_lookups_sampled: int = 0
     guard_targets: list[GuardTarget] = field(default_factory=list)
     #: calls that ran eagerly after a miss because eager_on_recompile was in
     #: force at that call (set on the %%stance line or inside the cell)
@@ -450,6 +455,7 @@ class CellReport:
             "guard_lower_bound": self.guard_bound is not None,
             "guard_lookups_timed": self.guard_lookups_timed,
             "guard_lookups_untimed": self.guard_lookups_untimed,
+            "guard_lookups_sampled": self.guard_lookups_sampled,
             "eager_fallbacks": self.eager_fallbacks,
             "limit_eager_calls": self.limit_eager_calls,
             "recompile_limit_hits": sum(1 for x in self.recompile_limits if x.compile_id),
@@ -970,18 +976,21 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
     """Guard evaluation: timed in situ (default), or from the profiler (-g)."""
     timed = window.timed_lookups
     untimed = window.untimed_lookups
+    sampled = window.sampled_lookups
     rep.guard_lookups_timed = timed
     rep.guard_lookups_untimed = untimed
+    rep.guard_lookups_sampled = sampled
     rep.guard_targets = [
         GuardTarget(
             name=t.name,
             where=_where(t.filename, t.line),
             timed=t.timed,
-            seconds=t.seconds,
+            seconds=t.seconds * (t.timed + t.sampled) / t.timed if t.timed else 0.0,
             untimed=t.untimed,
             misses=t.misses,
             eager_calls=t.eager_calls,
             per_lookup_s=statistics.median(t.samples) if t.samples else None,
+            sampled=t.sampled,
         )
         for t in window.targets
     ]
@@ -1001,7 +1010,7 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
                 "compile), counted here too"
             )
         return
-    lookups = timed + untimed
+    lookups = timed + untimed + sampled
     if not lookups:
         rep.guard_s = 0.0
         rep.guard_method = "no cache lookups in this cell"
@@ -1014,7 +1023,8 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
             "start to time from (use -g to measure them with the profiler)"
         )
         return
-    rep.guard_s = window.lookup_seconds
+    # each function's timed lookups stand for its counted-only ones too
+    rep.guard_s = sum(t.seconds for t in rep.guard_targets)
     # per lookup: the median, so one lookup preempted by the OS does not move it
     rep.guard_per_call_s = statistics.median(window.lookup_samples)
     rep.guard_method = (
@@ -1022,6 +1032,12 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
         "Dynamo to the end of the lookup (frame locals, guard checks); -u saves part of "
         "it, as it still builds the locals and runs the guards that tell entries apart"
     )
+    if sampled:
+        rep.guard_method += (
+            f"; {timed} of {timed + sampled} lookups of the called functions timed (the "
+            f"first {probe.SAMPLE_FIRST} of each, then 1 in {probe.SAMPLE_EVERY}), the "
+            "total extrapolated from them per function"
+        )
     if untimed:
         rep.guard_bound = (
             f"a lower bound: {_plural(untimed, 'more lookup')} (resume functions after "

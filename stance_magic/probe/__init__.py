@@ -55,6 +55,8 @@ from .recorder import (  # noqa: F401
     MISS_LIMIT,
     MISS_NONE,
     MISS_REFUSED,
+    SAMPLE_EVERY,
+    SAMPLE_FIRST,
     MissEvent,
     Recorder,
     Target,

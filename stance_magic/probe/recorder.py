@@ -71,6 +71,9 @@ class Target:
     untimed: int = 0
     misses: int = 0
     eager_calls: int = 0
+    #: lookups of the function's own calls counted but not timed: after the
+    #: first :data:`SAMPLE_FIRST`, only 1 in :data:`SAMPLE_EVERY` is timed
+    sampled: int = 0
     #: each timed lookup, seconds
     samples: list[float] = field(default_factory=list)
 
@@ -141,6 +144,11 @@ class Window:
         return sum(t.untimed for t in self.targets)
 
     @property
+    def sampled_lookups(self) -> int:
+        """Lookups counted but not timed (sampling; see :data:`SAMPLE_FIRST`)."""
+        return sum(t.sampled for t in self.targets)
+
+    @property
     def lookup_seconds(self) -> float:
         return sum(t.seconds for t in self.targets)
 
@@ -166,10 +174,43 @@ class _Mark:
     closed: bool = False
 
 
+#: Lookups of one torch.compile'd function (since the outermost window
+#: opened) timed in situ and attributed one by one; after them 1 in
+#: SAMPLE_EVERY is, and the others are only counted, as hits of that
+#: function (a miss is always handled in full). The report extrapolates the
+#: total from the timed ones and says how many were timed.
+SAMPLE_FIRST = 64
+SAMPLE_EVERY = 16
+
+
+class _Sampling:
+    """Per torch.compile'd function: its timed lookups, then the activation
+    reused (no allocation) by its calls that are only counted."""
+
+    __slots__ = ("act", "calls", "event", "timed")
+
+    def __init__(self) -> None:
+        self.timed = 0
+        self.calls = 0
+        self.act: _Activation | None = None
+        #: the window event of a counted-only hit (one tuple, appended again)
+        self.event: tuple[str, Any, float, float] | None = None
+
+
 class _Activation:
     """One torch.compile call in flight: when torch handed it to Dynamo."""
 
-    __slots__ = ("callback", "consumed", "frame_id", "key", "stance", "t0", "target")
+    __slots__ = (
+        "callback",
+        "consumed",
+        "event",
+        "frame_id",
+        "key",
+        "sampled",
+        "stance",
+        "t0",
+        "target",
+    )
 
     def __init__(self, frame_id: int, t0: float, stance: str, callback: Any, key: Any) -> None:
         self.frame_id = frame_id
@@ -182,6 +223,9 @@ class _Activation:
         self.key = key
         self.target: Any = None
         self.consumed = False
+        #: only counted: its hit appends ``event`` (see _Sampling)
+        self.sampled = False
+        self.event: Any = None
 
 
 class Recorder:
@@ -265,6 +309,8 @@ class Recorder:
         self._pending_code: Any = None
         #: torch.compile calls by their compile_wrapper frame
         self._acts: dict[int, _Activation] = {}
+        #: torch.compile's callback -> its lookups' sampling (see SAMPLE_FIRST)
+        self._sampling: dict[Any, _Sampling] = {}
         #: the shapes of the graph the backend is compiling, until its record
         self._shapes: GraphShapes | None = None
 
@@ -422,11 +468,30 @@ class Recorder:
         f = sys._getframe(1)
         if f.f_code is self._cw_code and self._get_ident() in self._threads:
             self._calls += 1
-            if self._act is not None:
-                self._end_activation(self._act)
+            prev = self._act
+            if prev is not None and not prev.consumed:
+                self._end_activation(prev)
             if self._pending is not None:
                 self._settle_miss()
             stance = self._ef._stance.stance
+            sampling = self._sampling.get(callback)
+            if sampling is not None and sampling.event is not None:
+                sampling.calls += 1
+                act = sampling.act
+                if sampling.calls % SAMPLE_EVERY and act is not None and act.consumed:
+                    # only counted: the activation reused, nothing allocated
+                    if act.callback() is not result:
+                        act.callback = callback_ref(result)
+                    fid = id(f)
+                    if act.frame_id != fid or self._acts.get(fid) is not act:
+                        act.frame_id = fid
+                        self._acts[fid] = act
+                    act.stance = stance
+                    act.consumed = False
+                    act.sampled = True
+                    act.t0 = 0.0  # not timed (a miss is counted as not timed)
+                    self._act = act
+                    return result
             act = _Activation(id(f), 0.0, stance, result, callback)
             if stance in _EAGER_STANCES or result in (None, False):
                 act.target = self._fn_of(callback, f)
@@ -451,6 +516,21 @@ class Recorder:
             self._events.append(("eager", (act.stance, act.target), 0.0, 0.0))
 
     def _guard_hook(self, cache_hit: bool) -> bool:
+        act = self._act
+        if (
+            cache_hit
+            and act is not None
+            and act.sampled
+            and not act.consumed
+            and self._pending is None
+            and id(sys._getframe(1)) == act.frame_id
+        ):
+            # a counted-only hit of the called function itself (see SAMPLE_FIRST)
+            act.consumed = True
+            self._hits += 1
+            self._events.append(act.event)
+            prev = self._prev_guard_hook
+            return prev(cache_hit) if prev is not None else cache_hit
         t = self._clock()
         if self._threads and self._get_ident() in self._threads:
             if self._pending is not None:
@@ -470,7 +550,24 @@ class Recorder:
                 # to Dynamo: timed from that moment to now
                 act.consumed = True
                 key = act.target = self._fn_of(act.key, owner)
+                if act.sampled:  # a counted-only call that missed: counted, not timed
+                    act.sampled = False
+                    self._events.append(("sampled", (key, cache_hit), 0.0, t))
+                    if not cache_hit:
+                        self._pending = MissEvent(key, act.stance)
+                        self._pending_code = None
+                        self._miss_list.append(self._pending)
+                    prev = self._prev_guard_hook
+                    return prev(cache_hit) if prev is not None else cache_hit
                 self._events.append(("timed", (key, cache_hit), t - act.t0, t))
+                sampling = self._sampling.get(act.key)
+                if sampling is None:
+                    sampling = self._sampling[act.key] = _Sampling()
+                sampling.timed += 1
+                if sampling.timed >= SAMPLE_FIRST and sampling.event is None:
+                    sampling.event = ("sampled", (key, True), 0.0, t)
+                    sampling.act = act
+                    act.event = sampling.event
             else:
                 # a lookup further down (a resume function after a graph
                 # break, a frame compiled on its own): no start to time from;
@@ -794,6 +891,15 @@ class Recorder:
         targets: dict[Any, Target] = {}
         keys: list[Any] = []
         for kind, key, seconds, at in self._events[mark.events :]:
+            if kind == "sampled":
+                obj, hit = key
+                if obj not in keys:
+                    keys.append(obj)
+                t = _target(targets, obj)
+                t.sampled += 1
+                if not hit:
+                    t.misses += 1
+                continue
             if kind == "eager":
                 stance, fn = key
                 window.eager_calls[stance] = window.eager_calls.get(stance, 0) + 1
