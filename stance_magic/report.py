@@ -1032,6 +1032,13 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
         "Dynamo to the end of the lookup (frame locals, guard checks); -u saves part of "
         "it, as it still builds the locals and runs the guards that tell entries apart"
     )
+    resumed = window.resumed_lookups
+    if resumed:
+        rep.guard_method += (
+            f"; {_plural(resumed, 'nested lookup')} (resume functions after graph breaks, "
+            "frames compiled on their own) timed from the call that made them "
+            "(sys.monitoring)"
+        )
     if sampled:
         rep.guard_method += (
             f"; {timed} of {timed + sampled} lookups of the called functions timed (the "
@@ -1039,10 +1046,19 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
             "total extrapolated from them per function"
         )
     if untimed:
+        if window.resume_timing_off is None:
+            which = (
+                "resume functions after graph breaks, frames compiled on their own: the "
+                "first lookup from each caller while measured; later ones are timed"
+            )
+        else:
+            which = (
+                "resume functions after graph breaks, frames compiled on their own; "
+                f"timing them from their call {window.resume_timing_off}"
+            )
         rep.guard_bound = (
-            f"a lower bound: {_plural(untimed, 'more lookup')} (resume functions after "
-            "graph breaks, frames compiled on their own) have no start to time from; "
-            "-g measures all of them with the profiler"
+            f"a lower bound: {_plural(untimed, 'more lookup')} ({which}) have no start to "
+            "time from; -g measures all of them with the profiler"
         )
 
 

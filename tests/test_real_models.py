@@ -317,6 +317,42 @@ def test_gpt2_with_a_printing_hook_counts_every_break(sh):
     assert rep.guard_lookups_untimed > 0 and rep.guard_bound
 
 
+@pytest.mark.skipif(not probe.monitoring.AVAILABLE, reason="sys.monitoring: Python 3.12+")
+def test_nested_lookups_timed_from_their_call_against_the_profiler(sh):
+    """Python 3.12+: the nested lookups (resume functions after graph breaks,
+    frames compiled on their own) are timed from their call (sys.monitoring)
+    once their caller ran in a measured cell; the figure is then whole, not a
+    lower bound, and agrees with the profiler's lookup events (count, and
+    the median lookup within 1.5x)."""
+    sh.run_cell(
+        "gpt = models.gpt2()\n"
+        "def loud(mod, args, out):\n    print('block out', out[0].shape)\n"
+        "for block in gpt.transformer.h:\n    block.register_forward_hook(loud)\n"
+        "cgpt = torch.compile(gpt, backend='eager')\n"
+        "ids = torch.randint(0, 256, (1, 8))\n"
+    )
+    gen = "out = models.generate(cgpt, ids, 3)"
+    res, _ = run(sh, f"%%stance default -q\n{gen}")  # compiles; first sight of each caller
+    assert res.success, res.error_in_exec
+    first = last(sh)
+    assert first.guard_lookups_untimed > 0 and first.guard_bound
+    res, _ = run(sh, f"%%stance default -q\n{gen}")
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    assert rep.compiles == 0 and rep.cache_misses == 0
+    assert rep.guard_lookups_untimed == 0 and rep.guard_bound is None
+    assert "(resume functions after graph breaks, frames compiled on their own) timed" in (
+        rep.guard_method
+    )
+    with lookup_events() as events:
+        assert sh.run_cell(gen).success
+    assert len(events) == rep.guard_lookups_timed == rep.cache_hits
+    # per lookup, median against median (one lookup preempted moves neither)
+    ratio = rep.guard_per_call_s / statistics.median(events)
+    detail = (rep.guard_per_call_s, sorted(events), rep.guard_s, sum(events))
+    assert 1 / 1.5 <= ratio <= 1.5, detail
+
+
 # --------------------------------------------------------------------------
 # Reset inside a cell, misses that compile nothing, first calls run eagerly
 # --------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import threading
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .backends import backend_name
 from .breaks import (
@@ -34,6 +34,7 @@ from .frames import (
     _weak,
     describe_callable,
 )
+from .monitoring import CallStarts
 from .records import (
     FrameBudget,
     LimitHit,
@@ -74,6 +75,9 @@ class Target:
     #: lookups of the function's own calls counted but not timed: after the
     #: first :data:`SAMPLE_FIRST`, only 1 in :data:`SAMPLE_EVERY` is timed
     sampled: int = 0
+    #: of the timed: nested lookups (resume functions after graph breaks,
+    #: frames compiled on their own), timed from their call (3.12+)
+    resumed: int = 0
     #: each timed lookup, seconds
     samples: list[float] = field(default_factory=list)
 
@@ -121,6 +125,8 @@ class Window:
     eager_calls: dict[str, int] = field(default_factory=dict)
     #: torch.compiler.reset() ran inside the window
     reset_seen: bool = False
+    #: why nested lookups are not timed from their call (None: they are)
+    resume_timing_off: str | None = None
     #: where the graph-break figures come from ("log" or "counters")
     break_source: str = "log"
     #: each lookup's seconds from the profiler, when --profile-guards was asked for
@@ -142,6 +148,11 @@ class Window:
     @property
     def untimed_lookups(self) -> int:
         return sum(t.untimed for t in self.targets)
+
+    @property
+    def resumed_lookups(self) -> int:
+        """Nested lookups timed from their call (Python 3.12+)."""
+        return sum(t.resumed for t in self.targets)
 
     @property
     def sampled_lookups(self) -> int:
@@ -272,6 +283,8 @@ class Recorder:
         self._ef: Any = None
         self._clock = time.perf_counter
         self._get_ident = threading.get_ident
+        #: Python 3.12+: the start of nested lookups (sys.monitoring)
+        self._resume = CallStarts(self._clock)
         self._generation = 0
         self._sentinel: Any = None
         self._reset_hits = 0
@@ -286,6 +299,8 @@ class Recorder:
         self._codes: dict[int, tuple[Any, Any]] = {}
         self._aot_seen = 0
         self._orig_user_compiler: Any = None
+        #: id(torch function) -> its wrapper (see _wrapper)
+        self._wrappers: dict[int, Any] = {}
         self._clear_running()
 
     def _clear_running(self) -> None:
@@ -338,17 +353,30 @@ class Recorder:
             orig = getattr(mod, _REASONS_FN, None)
             if orig is not None:
                 self._orig_reasons.append((mod, _REASONS_FN, orig))
-                setattr(mod, _REASONS_FN, self._reasons_wrapper(orig))
+                setattr(mod, _REASONS_FN, self._wrapper(orig, self._reasons_wrapper))
         self._orig_exceeds = getattr(t.convert_frame, _EXCEEDS_FN, None)
         if self._orig_exceeds is not None:
-            t.convert_frame.exceeds_recompile_limit = self._exceeds_wrapper(self._orig_exceeds)
+            t.convert_frame.exceeds_recompile_limit = self._wrapper(
+                self._orig_exceeds, self._exceeds_wrapper
+            )
         self._aot_seen = _aot_dispatch_count()
         og = t.output_graph.OutputGraph
         self._orig_user_compiler = vars(og).get("call_user_compiler")
         if self._orig_user_compiler is not None:
-            og.call_user_compiler = self._user_compiler_wrapper(self._orig_user_compiler)
+            og.call_user_compiler = self._wrapper(
+                self._orig_user_compiler, self._user_compiler_wrapper
+            )
         self._register_sentinel()
+        self._resume.start()
         self._hooks_on = True
+
+    def _wrapper(self, orig: Any, make: Callable[[Any], Any]) -> Any:
+        """``make(orig)``, made once per torch function and kept: a cell
+        installs the hooks again without building them again."""
+        w = self._wrappers.get(id(orig))
+        if w is None or getattr(w, "_stance_magic_wraps", None) is not orig:
+            w = self._wrappers[id(orig)] = make(orig)
+        return w
 
     def _uninstall_hooks(self) -> None:
         if not self._hooks_on:
@@ -381,6 +409,7 @@ class Recorder:
             og.call_user_compiler = orig
         self._orig_user_compiler = None
         self._unregister_sentinel()
+        self._resume.stop()
         self._hooks_on = False
 
     def _register_sentinel(self) -> None:
@@ -574,7 +603,15 @@ class Recorder:
                 # it belongs to the innermost torch.compile call still running
                 act = self._running_call(caller)
                 key = act.target if act is not None else _caller_key(caller)
-                self._events.append(("untimed", (key, cache_hit), 0.0, t))
+                resume = self._resume
+                start = resume.start_of(caller.f_code) if resume.on else None
+                if start is not None:
+                    # a nested lookup, from the call that made it (Python 3.12+)
+                    self._events.append(("resumed", (key, cache_hit), t - start, t))
+                else:
+                    if resume.on:
+                        resume.watch(caller.f_code)  # its later calls are timed
+                    self._events.append(("untimed", (key, cache_hit), 0.0, t))
             if not cache_hit:
                 stance = act.stance if act is not None else self._ef._stance.stance
                 self._pending = MissEvent(key, stance)
@@ -910,16 +947,19 @@ class Recorder:
             if obj not in keys:
                 keys.append(obj)
             t = _target(targets, obj)
-            if kind == "timed":
+            if kind == "timed" or kind == "resumed":
                 t.timed += 1
                 t.seconds += seconds
                 t.samples.append(seconds)
+                if kind == "resumed":
+                    t.resumed += 1
             else:
                 t.untimed += 1
-            window.lookup_times.append((at, seconds, bool(hit), kind == "timed", t.name))
+            window.lookup_times.append((at, seconds, bool(hit), kind != "untimed", t.name))
             if not hit:
                 t.misses += 1
         window.targets = list(targets.values())
+        window.resume_timing_off = None if self._resume.on else self._resume.reason
         window.budgets = self._budgets(window, keys)
         for miss in self._miss_list[mark.miss_events :]:
             window.miss_events.append(

@@ -1,0 +1,126 @@
+"""Python 3.12+: when a nested cache lookup starts (``sys.monitoring``).
+
+Dynamo looks up every frame it runs, not only the one torch.compile's call
+hands it: after a graph break the compiled code calls a *resume function*
+(``torch_dynamo_resume_in_<fn>_at_<line>``) for the rest of the frame, and a
+frame run eagerly (a module's ``_call_impl`` after a break in a hook) calls
+functions that Dynamo compiles on their own. The recorder's guard-complete
+hook sees each of those lookups end, but before Python 3.12 nothing marks
+their start: they are counted, not timed, and the report's figure is a lower
+bound. ``sys.monitoring`` (PEP 669) gives a ``CALL`` event in the calling
+code just before each call; enabled on the code that made such a lookup
+(the first lookup from it is still untimed), and only while a window is
+open, the last call it made marks the start: the lookup then runs from that
+call to the guard-complete hook, as the top-level lookups run from
+torch.compile's call into Dynamo to the hook. While a cell is measured, every
+call those callers make pays the event (about a microsecond); none is paid
+outside measured cells.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import weakref
+from typing import Any
+
+#: sys.monitoring exists from Python 3.12 (PEP 669)
+AVAILABLE = sys.version_info >= (3, 12)
+#: tool ids tried, in order (0, 1, 2 and 5 are named for debuggers,
+#: coverage, profilers and optimizers)
+TOOL_IDS = (4, 3)
+TOOL_NAME = "stance_magic"
+
+
+class CallStarts:
+    """The calls made by the code that makes nested lookups, while on.
+
+    :meth:`watch` enables ``CALL`` events on one code object (kept weakly, and
+    enabled again by every later :meth:`start`); :meth:`start_of` hands the
+    guard-complete hook the moment the lookup it ends began.
+    """
+
+    def __init__(self, clock: Any = time.perf_counter) -> None:
+        self._clock = clock
+        self._tool: int | None = None
+        self._codes: weakref.WeakSet[Any] = weakref.WeakSet()
+        #: the code, clock and thread of the last call a watched code made
+        self._last_code: Any = None
+        self._last_t = 0.0
+        self._last_thread = 0
+        #: why it is off (None while on or never tried)
+        self.reason: str | None = None if AVAILABLE else "needs Python 3.12+ (sys.monitoring)"
+
+    @property
+    def on(self) -> bool:
+        return self._tool is not None
+
+    def start(self) -> bool:
+        """Take a free tool id and enable the events on the code watched so
+        far; False (and :attr:`reason`) when sys.monitoring is unavailable or
+        every tool id is taken by another tool."""
+        if self._tool is not None:
+            return True
+        if not AVAILABLE:
+            return False
+        mon = sys.monitoring
+        for tool in TOOL_IDS:
+            if mon.get_tool(tool) is None:
+                try:
+                    mon.use_tool_id(tool, TOOL_NAME)
+                except ValueError:  # taken meanwhile
+                    continue
+                mon.register_callback(tool, mon.events.CALL, self._on_call)
+                self._tool = tool
+                self.reason = None
+                for code in list(self._codes):
+                    self._enable(code)
+                return True
+        self.reason = f"sys.monitoring tool ids {TOOL_IDS} are taken by other tools"
+        return False
+
+    def stop(self) -> None:
+        """Disable every event and give the tool id back."""
+        tool, self._tool = self._tool, None
+        self._last_code = None
+        if tool is None:
+            return
+        mon = sys.monitoring
+        for code in list(self._codes):
+            try:
+                mon.set_local_events(tool, code, 0)
+            except (ValueError, TypeError):  # pragma: no cover - code gone
+                pass
+        mon.register_callback(tool, mon.events.CALL, None)
+        mon.free_tool_id(tool)
+
+    def watch(self, code: Any) -> bool:
+        """Enable the events on ``code`` (a caller of a nested lookup)."""
+        if self._tool is None or code in self._codes:
+            return False
+        try:
+            self._codes.add(code)
+        except TypeError:  # pragma: no cover - not weak-referenceable
+            return False
+        self._enable(code)
+        return True
+
+    def _enable(self, code: Any) -> None:
+        try:
+            sys.monitoring.set_local_events(self._tool, code, sys.monitoring.events.CALL)
+        except (ValueError, TypeError):  # pragma: no cover - not instrumentable
+            self._codes.discard(code)
+
+    def _on_call(self, code: Any, offset: int, callable_: Any, arg0: Any) -> None:
+        self._last_t = self._clock()
+        self._last_code = code
+        self._last_thread = threading.get_ident()
+
+    def start_of(self, caller_code: Any) -> float | None:
+        """When the lookup that just ended began: the last call made by
+        ``caller_code`` on this thread (taken once), else None."""
+        if self._last_code is not caller_code or self._last_thread != threading.get_ident():
+            return None
+        self._last_code = None
+        return self._last_t
