@@ -5,6 +5,8 @@ per function; a miss among the counted-only calls is handled in full."""
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from stance_magic import probe
@@ -90,7 +92,7 @@ def test_a_miss_among_the_counted_only_calls_is_handled_in_full(sh):
 def test_the_extrapolated_total_agrees_with_timing_every_lookup(sh, monkeypatch):
     """The sampled total against the same loop with every lookup timed (the
     unsampled figure is the one checked against the profiler and the outside
-    clock on real models): within 1.3x, median against median per lookup."""
+    clock on real models): within 1.3x."""
     import stance_magic.probe.recorder as recorder
 
     assert sh.run_cell(SETUP).success
@@ -109,6 +111,13 @@ def test_the_extrapolated_total_agrees_with_timing_every_lookup(sh, monkeypatch)
         monkeypatch.setattr(recorder, "SAMPLE_FIRST", probe.SAMPLE_FIRST)
     assert all(r.guard_lookups_sampled > 0 for r in sampled)
     assert all(r.guard_lookups_sampled == 0 and r.guard_lookups_timed == n for r in full)
-    s = sorted(r.guard_s for r in sampled)[1]
-    f = sorted(r.guard_s for r in full)[1]
-    assert 1 / 1.3 <= s / f <= 1.3, ([r.guard_s for r in sampled], [r.guard_s for r in full])
+    # per lookup (medians), and the totals of the least disturbed rounds (a
+    # lookup preempted for milliseconds moves a total, by the sampling
+    # factor when it falls among the timed ones)
+    detail = ([r.guard_s for r in sampled], [r.guard_s for r in full])
+    s = statistics.median(r.guard_per_call_s for r in sampled)
+    f = statistics.median(r.guard_per_call_s for r in full)
+    assert 1 / 1.3 <= s / f <= 1.3, detail
+    s = min(r.guard_s for r in sampled)
+    f = min(r.guard_s for r in full)
+    assert 1 / 1.3 <= s / f <= 1.3, detail
