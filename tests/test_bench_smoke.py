@@ -42,10 +42,13 @@ def test_benchmark_quick_run(tmp_path):
     text, res = _quick(SCRIPT.name, tmp_path)
     for row in ROWS:
         assert row in text, f"missing row {row!r} in:\n{text}"
-    assert text.count("MET") + text.count("MISSED") == 3
+    assert text.count("MET") + text.count("MISSED") == 4
 
     figures = [
-        *(res["cells"]["cells"][k] for k in ("plain_no_hooks", "plain", "stance_q", "time")),
+        *(
+            res["cells"]["cells"][k]
+            for k in ("plain_no_hooks", "plain", "noop_magic", "stance_q", "time")
+        ),
         *(res["report_cells"]["cells"][k] for k in ("plain", "stance_report", "stance_chart")),
         *(res["loop"]["cells"][k] for k in ("bare_pristine", "bare_hooked", "stance_q")),
         *(res["loop"]["ratio"][k] for k in ("bare_hooked", "stance_q")),
@@ -72,7 +75,9 @@ def test_format_results_has_every_section():
     finally:
         sys.path.remove(str(SCRIPT.parent))
     S = b.Stat
-    cells = {k: S([1e-4, 1.1e-4]) for k in ("plain_no_hooks", "plain", "stance_q", "time")}
+    cells = {
+        k: S([1e-4, 1.1e-4]) for k in ("plain_no_hooks", "plain", "noop_magic", "stance_q", "time")
+    }
     res = {
         "command": "x",
         "load_ext_s": 1.0,
@@ -82,7 +87,12 @@ def test_format_results_has_every_section():
             "batch": 1,
             "first_stance_cell_s": 1e-3,
             "cells": cells,
-            "added": {"plain": S([1e-5]), "stance_q": S([9e-6]), "time": S([1e-5])},
+            "added": {
+                "plain": S([1e-5]),
+                "noop_magic": S([3e-6]),
+                "stance_q": S([4e-6]),
+                "time": S([1e-5]),
+            },
         },
         "loop": {
             "calls": 10,
@@ -93,7 +103,8 @@ def test_format_results_has_every_section():
     }
     text = b.format_results(res)
     assert "1. Per cell" in text and "2. One cell of 10 calls" in text
-    assert text.count("MET") == 2 and "MISSED" not in text
+    assert text.count("MET") == 3 and "MISSED" not in text
+    assert "IPython's floor" in text and "0.30" in text
     assert b.fmt_t(2.5e-6) == "2.5 µs" and b.fmt_t(0.0123) == "12.3 ms" and b.fmt_t(1.5) == "1.50 s"
     assert b.fmt_d(-1e-6) == "−1.0 µs"
 
