@@ -50,10 +50,29 @@ def main() -> None:
         if os.path.exists(registry)
         else 0,
         "recompile_user_contexts": "recompile_user_contexts" in fields,
+        "recompile user-context hooks": hasattr(utils, "register_hook_for_recompile_user_context"),
         "stack_trace field": "stack_trace" in fields,
+        "stack_trace has the calling line": _stack_trace_has_caller()
+        if "stack_trace" in fields
+        else None,
+        "torch.compile recompile_limit=": "recompile_limit"
+        in inspect.signature(torch.compile).parameters,
     }
     for k, v in facts.items():
         print(f"{k}: {v}")
+
+
+def _stack_trace_has_caller() -> bool:
+    """Whether a compile record's ``stack_trace`` holds the frame that called
+    the compiled function (2.13 and 2.15 cut it under the default stance)."""
+    f = torch.compile(lambda x: x + 1, backend="eager")
+
+    def the_caller() -> None:
+        f(torch.ones(1))
+
+    the_caller()
+    rec = utils.get_compilation_metrics()[-1]
+    return any("Name: the_caller," in line for line in rec.stack_trace or ())
 
 
 if __name__ == "__main__":

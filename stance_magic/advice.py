@@ -36,10 +36,18 @@ def _limit_hint(lim: Any) -> str:
     """What to do about a frame at its recompile limit, from the guards that
     failed on the attempt that hit it."""
     kind, text = decisive(lim.failures)
-    head = f"{lim.where} hit {lim.setting} ({lim.limit})"
+    if getattr(lim, "per_call", False):
+        head = f"{lim.where} hit the recompile_limit={lim.limit} of its torch.compile"
+        raise_it = (
+            f"raise recompile_limit= in its torch.compile call (now {lim.limit}; "
+            "torch._dynamo.config.recompile_limit does not apply to it) if more graphs "
+            "are expected"
+        )
+    else:
+        head = f"{lim.where} hit {lim.setting} ({lim.limit})"
+        raise_it = f"raise {lim.setting} (now {lim.limit}) if more graphs are expected"
     if lim.eager_calls:
         head += f" and ran {_n(lim.eager_calls, 'call')} eagerly"
-    raise_it = f"raise {lim.setting} (now {lim.limit}) if more graphs are expected"
     if kind == "size":
         auto = getattr(lim, "automatic_dynamic", None)
         why = "torch._dynamo.config.automatic_dynamic_shapes is off, " if auto is False else ""
@@ -61,6 +69,12 @@ def _limit_hint(lim: Any) -> str:
     return f"{head}{detail}: {raise_it}"
 
 
+def _budget_setting(b: Any) -> str:
+    if getattr(b, "per_call", False):
+        return f"the recompile_limit={b.limit} of its torch.compile"
+    return f"torch._dynamo.config.{b.config}"
+
+
 def _all_lookups(k: int) -> str:
     return "the one cache lookup was a hit" if k == 1 else f"all {k} cache lookups were hits"
 
@@ -74,7 +88,7 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
     if full is not None and full.left == 1 and not getattr(rep, "recompile_limits", None):
         hints.append(
             f"{full.where} uses {full.entries} of its {full.limit} cache entries "
-            f"(torch._dynamo.config.{full.config}): the next recompile is its last, after "
+            f"({_budget_setting(full)}): the next recompile is its last, after "
             "which torch runs every new case eagerly, silently"
         )
     sized = _size_recompiles(rep)

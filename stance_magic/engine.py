@@ -27,6 +27,7 @@ from .stance import (
     stance_text,
     supported_stances,
 )
+from .text import running_cell_number
 
 __all__ = [
     "Cell",
@@ -612,7 +613,7 @@ class Measurement:
         self._sharing = sharing
         if sharing is not None:
             sharing.start()  # before the recorder: a failure here leaves nothing open
-        self._mark = self._recorder.start()
+        self._mark = self._recorder.start(context=self.context)
         self._cache_mark = _cache_watch_start()
         engine._open_measures.append(self)
         self._profiler: probe.CellProfiler | None = None
@@ -627,6 +628,20 @@ class Measurement:
                 self._profiler_error = f"not measured with the profiler: {err}"
         self.report.memory_on = memory and self._profiler is not None
         self._t0 = time.perf_counter()
+
+    def context(self) -> str:
+        """How torch's own compile records name this window (their
+        ``recompile_user_contexts``, where torch keeps them; tlparse and
+        traces show it): ``stance_magic In [7] (eager_then_compile)``, read
+        when torch compiles, so the cell's number is known by then."""
+        parts = ["stance_magic"]
+        number = self.report.execution_count or running_cell_number()
+        if number:
+            parts.append(f"In [{number}]")
+        if self.label:
+            parts.append(repr(self.label))
+        parts.append(f"({self.stance.name})")
+        return " ".join(parts)
 
     def finish(self, error: BaseException | None = None, note: str | None = None) -> Any:
         """Stop the clocks and fill in :attr:`report` (idempotent)."""

@@ -45,7 +45,7 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
     if shown:
         full = rep.fullest
         value = str(full) if len(shown) == 1 else f"{len(shown)} frames; fullest: {full}"
-        value += f" ({full.config})"
+        value += f" ({full.setting})"
         rows.append(("recompile budget", value, [str(b) for b in shown] if len(shown) > 1 else []))
     dyn = [d for d in rep.dynamic_shapes if d.dynamic]
     if dyn:
@@ -659,12 +659,18 @@ def _recompile_lines(rep: CellReport) -> list[str]:
         others = [f.reason for f in r.failures[1:]]
         if others:
             line += f" (other entries failed on: {'; '.join(others)})"
+        if getattr(r, "called_from", ""):
+            line += f"; called from {r.called_from}"
         out.append(line)
     return out
 
 
 def _limit_value(lim: Any) -> str:
-    text = f"{lim.where} is at {lim.setting} = {lim.limit if lim.limit is not None else '?'}"
+    n = lim.limit if lim.limit is not None else "?"
+    if getattr(lim, "per_call", False):
+        text = f"{lim.where} is at the recompile_limit={n} of its torch.compile"
+    else:
+        text = f"{lim.where} is at {lim.setting} = {n}"
     if lim.compile_id:
         text = f"hit ({lim.compile_id}): {text}"
     if lim.eager_calls:

@@ -95,6 +95,13 @@ class Recompile:
     #: every cache entry's failed guard (torch keeps only the first in its
     #: record's ``recompile_reason``)
     failures: list[GuardFailure] = field(default_factory=list)
+    #: the user's line that made the recompiling call (``In [3], line 2``;
+    #: ``In [1], line 2 in helper, from In [3], line 2`` through a function),
+    #: read from the stack when torch compiled ("" where none was found)
+    called_from: str = ""
+    #: every user frame of that call, innermost first (``In [1], line 2 in
+    #: helper``), torch's and the notebook machinery's frames left out
+    stack: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         return f"{self.reason}  ← {self.guard_source}" if self.guard_source else self.reason
@@ -117,9 +124,16 @@ class RecompileLimit:
     failures: list[GuardFailure] = field(default_factory=list)
     #: torch._dynamo.config.automatic_dynamic_shapes when the report was made
     automatic_dynamic: bool | None = None
+    #: ``limit`` is the frame's torch.compile call's own ``recompile_limit=``
+    #: (torch._dynamo.config's does not apply to it)
+    per_call: bool = False
 
     @property
     def setting(self) -> str:
+        """What sets the limit: ``torch._dynamo.config.recompile_limit``, or
+        ``torch.compile(recompile_limit=)`` for a per-call limit."""
+        if self.per_call:
+            return "torch.compile(recompile_limit=)"
         return f"torch._dynamo.config.{self.config}"
 
 
@@ -215,6 +229,15 @@ class Budget:
     entries: int
     limit: int | None
     config: str
+    #: ``limit`` is the frame's torch.compile call's own ``recompile_limit=``
+    per_call: bool = False
+
+    @property
+    def setting(self) -> str:
+        """Where the limit comes from, as the report names it."""
+        if self.per_call:
+            return f"recompile_limit={self.limit} of its torch.compile"
+        return self.config
 
     @property
     def left(self) -> int | None:
@@ -726,12 +749,26 @@ def build_report(
         for rec in window.records
         if id(rec) in window.info and window.info[id(rec)].guard_failures
     }
+    stacks_by_id = {
+        str(getattr(rec, "compile_id", "")): window.info[id(rec)].user_stack
+        for rec in window.records
+        if id(rec) in window.info and window.info[id(rec)].user_stack
+    }
     for f in fwd:
         if f.recompile_reason:
             reason, pointer = split_recompile_reason(f.recompile_reason)
             failures = _guard_failures(failures_by_id.get(f.compile_id, []))
+            stack = stacks_by_id.get(f.compile_id, [])
             rep.recompile_details.append(
-                Recompile(reason, f.where, f.compile_id, pointer, failures=failures)
+                Recompile(
+                    reason,
+                    f.where,
+                    f.compile_id,
+                    pointer,
+                    failures=failures,
+                    called_from=called_from(stack),
+                    stack=[frame_text(*fr) for fr in stack],
+                )
             )
     rep.recompiles = [r.reason for r in rep.recompile_details]
     rep.graph_break_details = _break_costs(_group_breaks(window.graph_breaks), frames)
@@ -767,7 +804,7 @@ def build_report(
     if error is not None and type(error).__name__ == "ConstraintViolationError":
         rep.notes.append(_constraint_note(str(error)))
     rep.recompile_budget = [
-        Budget(f"{n} ({_where(f, line)})" if f else n, b.entries, b.limit, b.config)
+        Budget(f"{n} ({_where(f, line)})" if f else n, b.entries, b.limit, b.config, b.per_call)
         for b in window.budgets
         for n, f, line in [b.frame]
     ]
@@ -853,6 +890,27 @@ def _constraint_note(text: str) -> str:
     )
 
 
+def frame_text(name: str, filename: str, line: int | None) -> str:
+    """A user frame as the report writes it: ``In [1], line 2 in helper``;
+    a cell's own code (``<module>``) by its line alone."""
+    text = _where(filename, line) or name
+    return text if name == "<module>" else f"{text} in {name}"
+
+
+def called_from(stack: list[tuple[str, str, int]]) -> str:
+    """The user's line that made a call, from its user frames (innermost
+    first): ``In [3], line 2``, or ``In [1], line 2 in helper, from In [3],
+    line 2`` when a function made it (the notebook line is the outermost cell
+    frame)."""
+    if not stack:
+        return ""
+    text = frame_text(*stack[0])
+    cells = [fr for fr in stack[1:] if _place(fr[1]).startswith("In [")]
+    if cells:
+        text += f", from {_where(cells[-1][1], cells[-1][2])}"
+    return text
+
+
 def _place(filename: str) -> str:
     if filename == probe.NOTEBOOK:
         return "In [?]"
@@ -881,6 +939,7 @@ def _recompile_limits(window: probe.Window) -> list[RecompileLimit]:
                 hit.limit,
                 None,
                 automatic_dynamic=probe.dynamo_config_flag("automatic_dynamic_shapes"),
+                per_call=hit.per_call,
             )
         return lim
 

@@ -17,6 +17,7 @@ __all__ = [
     "fmt_s",
     "place",
     "plural",
+    "running_cell_number",
     "short_path",
     "shorten",
 ]
@@ -127,13 +128,33 @@ def short_path(path: str) -> str:
     return path
 
 
-def _cell_number(path: str) -> int | None:
-    """The execution count IPython gave the cell compiled under ``path``
-    (looked up in ``sys.modules``: this imports nothing)."""
+def running_cell_number() -> int | None:
+    """The number IPython gave the cell running now (``In [N]``): the
+    outermost notebook cell on the stack, or None outside one."""
+    names = _filename_map()
+    if not names:
+        return None
+    found = None
+    f = sys._getframe(1)
+    while f is not None:
+        number = names.get(f.f_code.co_filename)
+        if isinstance(number, int) and number > 0:
+            found = number
+        f = f.f_back
+    return found
+
+
+def _filename_map() -> dict[str, Any] | None:
     ip = sys.modules.get("IPython")
     get = getattr(ip, "get_ipython", None) if ip is not None else None
     shell = get() if get is not None else None
-    names = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    return getattr(getattr(shell, "compile", None), "_filename_map", None)
+
+
+def _cell_number(path: str) -> int | None:
+    """The execution count IPython gave the cell compiled under ``path``
+    (looked up in ``sys.modules``: this imports nothing)."""
+    names = _filename_map()
     if not names:
         return None
     if path not in names:

@@ -37,6 +37,7 @@ from .breaks import (  # noqa: F401
 from .frames import (  # noqa: F401
     NOTEBOOK,
     describe_callable,
+    is_user_file,
     resume_parts,
 )
 from .profiler import (  # noqa: F401
@@ -76,12 +77,16 @@ from .records import (  # noqa: F401
     recompile_limit_name,
     record_phases,
     record_total_s,
+    record_user_frames,
 )
 from .releases import (  # noqa: F401
     BACKEND_LINKS,
     DELAYED_CALLBACK_LINKED_SINCE,
     GUARD_SOURCE_SINCE,
+    PER_CALL_RECOMPILE_LIMIT_SINCE,
     PROFILER_EMPTY_LOOKUPS_UNTIL,
+    RECOMPILE_USER_CONTEXTS_SINCE,
+    RECORD_STACK_TRACE_SINCE,
     REFUSAL_GUARDS_SINCE,
     TESTING_HOOK_BUILDER_SINCE,
     callback_ref,

@@ -149,6 +149,88 @@ def _module_in_scope(scope: Any, code: Any = None) -> Any:
     return None
 
 
+#: User frames kept per compile (innermost first).
+USER_FRAMES = 12
+
+
+def user_frames(frame: Any, limit: int = USER_FRAMES) -> list[tuple[str, str, int]]:
+    """The user's frames on the stack above ``frame`` (a compile under way),
+    innermost first, as ``(name, file, line)``: the line that called the
+    compiled function, then its callers.
+
+    torch's frames (the compile itself, torch.compile's wrapper, nn.Module's
+    call machinery) and the standard library's are skipped wherever they are;
+    the walk ends at the first frame of the harness running the user's code
+    (stance_magic, IPython, ipykernel), so a notebook cell's own line is the
+    last one kept (and the ``%%stance`` line that ran it is not).
+    """
+
+    def walk() -> Any:
+        f = frame
+        for _ in range(400):
+            if f is None:
+                return
+            yield f.f_code.co_name, f.f_code.co_filename, f.f_lineno or 0
+            f = f.f_back
+
+    return keep_user_frames(walk(), limit)
+
+
+def keep_user_frames(frames: Any, limit: int = USER_FRAMES) -> list[tuple[str, str, int]]:
+    """The frames :func:`user_frames` keeps of ``(name, file, line)`` triples
+    given innermost first."""
+    harness = _harness_dirs()
+    out: list[tuple[str, str, int]] = []
+    for name, filename, line in frames:
+        if len(out) >= limit:
+            break
+        if filename.startswith(harness):
+            break
+        if is_user_file(filename):
+            out.append((name, filename, line))
+    return out
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether :func:`user_frames` keeps a frame of this file."""
+    return not (
+        filename.startswith((_torch_dir(), *_harness_dirs())) or _library(filename, _skipped_dirs())
+    )
+
+
+def _library(filename: str, stdlib: tuple[str, ...]) -> bool:
+    """A frame of the standard library (not of a package installed under it)."""
+    if filename.startswith("<frozen "):
+        return True
+    return filename.startswith(stdlib) and not any(
+        p in filename for p in ("site-packages", "dist-packages")
+    )
+
+
+@functools.cache
+def _skipped_dirs() -> tuple[str, ...]:
+    """The standard library's directories (contextlib, threading, runpy)."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {paths.get("stdlib"), paths.get("platstdlib")}
+    return tuple(sorted(os.path.join(d, "") for d in dirs if d))
+
+
+@functools.cache
+def _harness_dirs() -> tuple[str, ...]:
+    """The packages that run the user's code: stance_magic, IPython, ipykernel."""
+    import importlib.util
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    dirs = [here]
+    for pkg in ("IPython", "ipykernel"):
+        spec = importlib.util.find_spec(pkg)
+        if spec is not None and spec.origin:
+            dirs.append(os.path.dirname(spec.origin))
+    return tuple(os.path.join(d, "") for d in dirs)
+
+
 @functools.cache
 def _torch_dir() -> str:
     import torch

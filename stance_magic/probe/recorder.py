@@ -33,6 +33,7 @@ from .frames import (
     _module_location,
     _weak,
     describe_callable,
+    user_frames,
 )
 from .monitoring import CallStarts
 from .records import (
@@ -48,7 +49,14 @@ from .records import (
     is_module_wrapper,
     recompile_limit_name,
 )
-from .releases import REFUSAL_GUARDS_SINCE, callback_ref, inline_wrapped
+from .releases import (
+    REFUSAL_GUARDS_SINCE,
+    callback_recompile_limit,
+    callback_ref,
+    inline_wrapped,
+    per_call_recompile_limit,
+    recompile_context_registry,
+)
 from .shapes import GraphShapes, _graph_shapes
 from .stances import _EAGER_STANCES
 from .version import TorchSupportError, _eval_frame, _torch_str, require_torch, torch_version
@@ -183,6 +191,8 @@ class _Mark:
     generation: int
     counters: dict[str, int] | None
     closed: bool = False
+    #: what torch's records name this window by (recompile_user_contexts)
+    context: Any = None
 
 
 #: Lookups of one torch.compile'd function (since the outermost window
@@ -297,6 +307,8 @@ class Recorder:
         #: the code object torch compiles for a called function or module,
         #: learnt when it compiled: id(key) -> (weak key, code)
         self._codes: dict[int, tuple[Any, Any]] = {}
+        #: the function registered in torch's recompile-user-context hooks
+        self._context_hook: Any = None
         self._aot_seen = 0
         self._orig_user_compiler: Any = None
         #: id(torch function) -> its wrapper (see _wrapper)
@@ -328,6 +340,9 @@ class Recorder:
         self._sampling: dict[Any, _Sampling] = {}
         #: the shapes of the graph the backend is compiling, until its record
         self._shapes: GraphShapes | None = None
+        #: the per-call recompile_limit= (torch.compile(fn, recompile_limit=N))
+        #: each code object compiled here was compiled under, None for none
+        self._code_limits: dict[Any, int | None] = {}
 
     # -- installation -----------------------------------------------------
     @property
@@ -368,6 +383,7 @@ class Recorder:
             )
         self._register_sentinel()
         self._resume.start()
+        self._register_context_hook()
         self._hooks_on = True
 
     def _wrapper(self, orig: Any, make: Callable[[Any], Any]) -> Any:
@@ -410,7 +426,52 @@ class Recorder:
         self._orig_user_compiler = None
         self._unregister_sentinel()
         self._resume.stop()
+        self._unregister_context_hook()
         self._hooks_on = False
+
+    def _register_context_hook(self) -> None:
+        """Name the measured cell in torch's own records (their
+        ``recompile_user_contexts``), where torch has such hooks."""
+        registry = recompile_context_registry()
+        if registry is None:
+            return
+        register, get = registry
+        if self._context_hook is None:
+
+            def stance_magic_cell() -> str:
+                return self._user_context()
+
+            self._context_hook = stance_magic_cell
+        if self._context_hook not in (get() or ()):
+            register(self._context_hook)
+
+    def _unregister_context_hook(self) -> None:
+        """Take our hook out of torch's list (torch has no unregister function);
+        the user's hooks stay, in their order. An empty list stores nothing."""
+        registry = recompile_context_registry()
+        if registry is None or self._context_hook is None:
+            return
+        hooks = registry[1]()
+        while hooks is not None and self._context_hook in hooks:
+            hooks.remove(self._context_hook)
+
+    def _user_context(self) -> str:
+        """The string torch stores for a compile: the innermost open window's
+        name on this thread ("" for a compile on another thread: torch
+        stores that too, as it stores whatever a hook returns)."""
+        if not self._threads:
+            return ""
+        ident = self._get_ident()
+        if ident not in self._threads:
+            return ""
+        for mark in reversed(self._marks):
+            if mark.thread == ident and mark.context is not None:
+                try:
+                    text = mark.context() if callable(mark.context) else mark.context
+                    return str(text)[:256]
+                except Exception:  # a nicety: never break a compile
+                    return ""
+        return ""
 
     def _register_sentinel(self) -> None:
         """A no-op compile-start callback: torch.compiler.reset() clears these,
@@ -716,18 +777,28 @@ class Recorder:
     def _exceeds_wrapper(self, orig: Any) -> Any:
         def exceeds_recompile_limit(*args: Any, **kwargs: Any) -> Any:
             result = orig(*args, **kwargs)
-            miss = self._pending
-            if miss is not None and self._get_ident() in self._threads:
-                try:
-                    exceeded, config_name = result
-                    if exceeded:
-                        miss.limit = LimitHit(
-                            frame=_describe_frame(self._pending_code, miss.key),
-                            config=str(config_name),
-                            limit=_config_value(config_name),
-                        )
-                except Exception:
-                    pass
+            if not self._threads or self._get_ident() not in self._threads:
+                return result
+            try:
+                # torch checks every compile here, inside its patch of
+                # config.recompile_limit for a torch.compile(recompile_limit=N)
+                caller = sys._getframe(1)
+                per_call, n = per_call_recompile_limit(caller)
+                code = _compiling_code(caller)
+                if isinstance(code, types.CodeType):
+                    self._code_limits[code] = n if per_call else None
+                miss = self._pending
+                exceeded, config_name = result
+                if miss is not None and exceeded:
+                    name = str(config_name)
+                    miss.limit = LimitHit(
+                        frame=_describe_frame(self._pending_code, miss.key),
+                        config=name,
+                        limit=_config_value(config_name),
+                        per_call=per_call and name == recompile_limit_name(),
+                    )
+            except Exception:  # a nicety: never break a compile
+                pass
             return result
 
         exceeds_recompile_limit._stance_magic_wraps = orig  # type: ignore[attr-defined]
@@ -754,6 +825,10 @@ class Recorder:
         if is_frame_compile(rec):
             info.code = self._pending_code or _compiling_code(sys._getframe(1))
             info.shapes, self._shapes = self._shapes, None
+            try:
+                info.user_stack = user_frames(sys._getframe(1))
+            except Exception:  # a nicety: never break a compile
+                info.user_stack = []
         if miss is not None and self._pending_code is not None and is_frame_compile(rec):
             # the compile (or the refused attempt) that the last miss led to
             code = self._pending_code
@@ -824,11 +899,26 @@ class Recorder:
             return []
         name = recompile_limit_name()
         limit = _config_value(name)
+        # a frame only looked up here: the limit of the torch.compile call
+        # that looked it up (torch keeps it on the call's callback)
+        call_limits: dict[int, int] = {}
+        for callback, fn in self._fns.items():
+            own = callback_recompile_limit(callback)
+            if own is not None and fn is not None:
+                call_limits[id(fn)] = own
         out = []
         for code, key in codes.items():
             n = _cache_entry_count(code, unknown=None)
             if n:
-                out.append(FrameBudget(_describe_frame(code, key), n, limit, name))
+                if code in self._code_limits:
+                    own = self._code_limits[code]
+                else:
+                    own = call_limits.get(id(key)) if key is not None else None
+                frame = _describe_frame(code, key)
+                if own is not None:
+                    out.append(FrameBudget(frame, n, own, name, per_call=True))
+                else:
+                    out.append(FrameBudget(frame, n, limit, name))
         return out
 
     def _testing_hook(self, guard_manager: Any, local_scope: Any, *rest: Any) -> None:
@@ -859,8 +949,12 @@ class Recorder:
             self._breaks.append(event)
 
     # -- windows ----------------------------------------------------------
-    def start(self) -> _Mark:
-        """Open a measuring window (installing the hooks if none was open)."""
+    def start(self, context: Any = None) -> _Mark:
+        """Open a measuring window (installing the hooks if none was open).
+
+        ``context``: what torch's compile records made in the window name it
+        by (their ``recompile_user_contexts``, where torch has them): a
+        string, or a function giving one when torch compiles."""
         if not self._marks:
             self._clear_running()
             self._install_log_capture()
@@ -880,6 +974,7 @@ class Recorder:
             miss_events=len(self._miss_list),
             generation=self._reset_hits,
             counters=None if self._log_on else _graph_break_counters(),
+            context=context,
         )
         self._marks.append(mark)
         return mark

@@ -8,9 +8,10 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .frames import _describe_frame
+from .frames import _describe_frame, keep_user_frames
+from .releases import RECORD_STACK_TRACE_SINCE
 from .shapes import GraphShapes
-from .version import _eval_frame, require_torch
+from .version import _eval_frame, require_torch, torch_version
 
 
 @dataclass
@@ -24,6 +25,9 @@ class LimitHit:
     config: str
     limit: int | None
     compile_id: str | None = None
+    #: the limit is the torch.compile call's own ``recompile_limit=``, not
+    #: torch._dynamo.config's (see releases.PER_CALL_RECOMPILE_LIMIT_SINCE)
+    per_call: bool = False
 
 
 @dataclass
@@ -35,6 +39,8 @@ class FrameBudget:
     entries: int
     limit: int | None
     config: str
+    #: ``limit`` is the torch.compile call's own ``recompile_limit=``
+    per_call: bool = False
 
 
 @dataclass
@@ -63,6 +69,9 @@ class RecordInfo:
     code: Any = field(default=None, repr=False, compare=False)
     #: the graph's inputs as handed to the backend (None: no graph reached one)
     shapes: GraphShapes | None = None
+    #: the user's frames that led to this compile, innermost (the line that
+    #: called the compiled function) first: (name, file, line)
+    user_stack: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 def _example_calls(rec: Any) -> int | None:
@@ -235,3 +244,23 @@ def deque_limit() -> int | None:
     from torch._dynamo import utils
 
     return utils._compilation_metrics.maxlen
+
+
+_STACK_LINE = re.compile(r"^Line: (?P<line>\d+), Name: (?P<name>.*?), Filename: (?P<file>.*)$")
+
+
+def record_user_frames(rec: Any) -> list[tuple[str, str, int]] | None:
+    """The user's frames of a record's own ``stack_trace`` (torch's stack when
+    Dynamo started, without the compiled frame itself), innermost first,
+    chosen as the recorder chooses them from the live stack
+    (:func:`~stance_magic.probe.frames.keep_user_frames`); None where this
+    torch writes no such field (see ``releases.RECORD_STACK_TRACE_SINCE``)."""
+    stack = getattr(rec, "stack_trace", None)
+    if torch_version() < RECORD_STACK_TRACE_SINCE or stack is None:
+        return None
+    frames = []
+    for text in list(stack)[:-1]:  # the last one is the compiled frame
+        m = _STACK_LINE.match(str(text))
+        if m:
+            frames.append((m.group("name"), m.group("file"), int(m.group("line"))))
+    return keep_user_frames(reversed(frames))

@@ -134,3 +134,103 @@ def _delayed_compile_callback_of(fn: Any) -> Any:
         return cell.cell_contents
     except ValueError:  # pragma: no cover - an empty cell
         return None
+
+
+#: From 2.10 (the ``recompile_user_contexts`` field of ``CompilationMetrics``
+#: in ``.ci/torch_facts.py``'s 2.10 run; the hook list read in the 2.13 and
+#: 2.15 sources; 2.8 has neither; 2.9 not tested) torch calls every function
+#: registered with ``torch._dynamo.utils.register_hook_for_recompile_user_context``
+#: in each frame compile (the first one too: the call is outside its recompile
+#: check) and keeps their strings, cut to 256 characters, as the record's
+#: ``recompile_user_contexts`` set. An empty string is kept too (``{""}``);
+#: only an empty hook list leaves the field None. torch has no unregister
+#: function: the recorder takes its own hook out of torch's list when the
+#: last window closes, leaving the user's hooks where they are.
+RECOMPILE_USER_CONTEXTS_SINCE = (2, 10)
+
+#: ``torch.compile(fn, recompile_limit=N)``: a limit for one torch.compile
+#: call, in the 2.13 and 2.15 sources (not in 2.8; 2.9 to 2.12 not tested).
+#: torch keeps it on the call's ``ConvertFrameAssert`` (``_recompile_limit``,
+#: one per torch.compile call) and patches ``config.recompile_limit`` to it
+#: for each compile that call makes, so torch's own check and log name
+#: ``config.recompile_limit`` with the per-call value. It is read wherever the
+#: attribute exists, so an untested release that has it is not misreported.
+PER_CALL_RECOMPILE_LIMIT_SINCE = (2, 13)
+
+#: From 2.10 (``.ci/torch_facts.py``'s 2.10 run; 2.9 not tested; 2.8 has no
+#: such field) a compile record has ``stack_trace``: the Python stack when
+#: Dynamo started, outermost first, as ``Line: L, Name: n, Filename: f``,
+#: ending with the compiled frame itself. In 2.13 and 2.15 torch cuts one
+#: frame too many from its inner end under the default stance (its skip count
+#: expects a frame that is no longer there): the line that called the
+#: compiled function is missing (a helper's ``return g(x)``, or the cell's own
+#: ``f(x)``), while under ``eager_then_compile`` torch's own wrapper is cut
+#: instead. The recorder therefore reads the caller from the live stack at
+#: compile time, on every release, and the tests check it against this field
+#: where torch has it.
+RECORD_STACK_TRACE_SINCE = (2, 10)
+
+
+def recompile_context_registry() -> tuple[Callable[[Any], None], Callable[[], Any]] | None:
+    """torch's ``(register_hook_for_recompile_user_context,
+    get_hook_for_recompile_user_context)``, or None where this torch has no
+    such hooks (see :data:`RECOMPILE_USER_CONTEXTS_SINCE`)."""
+    if torch_version() < RECOMPILE_USER_CONTEXTS_SINCE:
+        return None
+    from torch._dynamo import utils
+
+    register = getattr(utils, "register_hook_for_recompile_user_context", None)
+    get = getattr(utils, "get_hook_for_recompile_user_context", None)
+    if register is None or get is None:
+        return None
+    return register, get
+
+
+def per_call_recompile_limit(frame: Any) -> tuple[bool, int | None]:
+    """Whether the compile running above ``frame`` was made by a torch.compile
+    call given ``recompile_limit=``, and that limit.
+
+    The compile's ``ConvertFrameAssert.__call__`` is on the stack (its
+    ``self`` is the torch.compile call's own object, see
+    :data:`PER_CALL_RECOMPILE_LIMIT_SINCE`); ``(False, None)`` where it has
+    no such limit, or this torch none at all.
+    """
+    f = frame
+    for _ in range(64):
+        if f is None:
+            return False, None
+        code = f.f_code
+        if code.co_name == "__call__" and code.co_filename.endswith(
+            os.path.join("_dynamo", "convert_frame.py")
+        ):
+            owner = f.f_locals.get("self")
+            if type(owner).__name__ == "ConvertFrameAssert":
+                limit = getattr(owner, "_recompile_limit", None)
+                if isinstance(limit, int) and not isinstance(limit, bool):
+                    return True, limit
+                return False, None
+        f = f.f_back
+    return False, None
+
+
+def callback_recompile_limit(callback: Any) -> int | None:
+    """The ``recompile_limit=`` of the torch.compile call whose callback this
+    is (torch.compile's own, as it hands it to ``_callback_from_stance``), or
+    None: followed down the callback's wrapper chain (``CatchErrorsWrapper``
+    → ``ConvertFrame`` keeps it; see :data:`PER_CALL_RECOMPILE_LIMIT_SINCE`)."""
+    fn = callback
+    for _ in range(32):
+        if fn is None:
+            return None
+        limit = getattr(fn, "_recompile_limit", None) if not isinstance(fn, type) else None
+        if isinstance(limit, int) and not isinstance(limit, bool):
+            return limit
+        nxt = None
+        for attr in BACKEND_LINKS:
+            nxt = getattr(fn, attr, None)
+            if nxt is not None:
+                break
+        if nxt is None:
+            nxt = _delayed_compile_callback_of(fn)
+        fn = nxt
+    return None
