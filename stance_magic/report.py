@@ -1031,6 +1031,42 @@ def _break_costs(breaks: list[GraphBreak], frames: list[FrameCompile]) -> list[G
     return sorted(breaks, key=lambda g: (-g.compile_s_after, -g.frames_after, -g.count))
 
 
+def _lookup_estimate(t: Any) -> tuple[float, list[tuple[float, float]]]:
+    """(seconds, (lookup seconds, weight) pairs) for one function's lookups.
+
+    Stratified: the first timed lookups stand for themselves; each spot check
+    after them (1 in ``probe.SAMPLE_EVERY``) for its share of the counted-only
+    ones, so the cell's first, slower lookups do not stand for the rest.
+    Without a spot check yet, every timed lookup shares them alike."""
+    if not t.timed:
+        return 0.0, []
+    weighted = [(x, 1.0) for x in t.samples]
+    if not t.sampled:
+        return t.seconds, weighted
+    spots = t.spot_samples
+    if not spots:
+        w = (t.timed + t.sampled) / t.timed
+        return t.seconds * w, [(x, w) for x in t.samples]
+    extra = t.sampled / len(spots)  # each spot check's share of the counted-only
+    return t.seconds + sum(spots) * extra, weighted + [(x, extra) for x in spots]
+
+
+def _weighted_median(pairs: list[tuple[float, float]]) -> float | None:
+    """The lookup time below and above which half the weight lies."""
+    if not pairs:
+        return None
+    pairs = sorted(pairs)
+    half = sum(w for _, w in pairs) / 2
+    run = 0.0
+    for i, (x, w) in enumerate(pairs):
+        run += w
+        if run > half:
+            return x
+        if run == half and i + 1 < len(pairs):  # an even split: the mean of the two
+            return (x + pairs[i + 1][0]) / 2
+    return pairs[-1][0]
+
+
 def _guard_figures(rep: CellReport, window: probe.Window) -> None:
     """Guard evaluation: timed in situ (default), or from the profiler (-g)."""
     timed = window.timed_lookups
@@ -1039,20 +1075,24 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
     rep.guard_lookups_timed = timed
     rep.guard_lookups_untimed = untimed
     rep.guard_lookups_sampled = sampled
-    rep.guard_targets = [
-        GuardTarget(
-            name=t.name,
-            where=_where(t.filename, t.line),
-            timed=t.timed,
-            seconds=t.seconds * (t.timed + t.sampled) / t.timed if t.timed else 0.0,
-            untimed=t.untimed,
-            misses=t.misses,
-            eager_calls=t.eager_calls,
-            per_lookup_s=statistics.median(t.samples) if t.samples else None,
-            sampled=t.sampled,
+    weighted_all: list[tuple[float, float]] = []
+    rep.guard_targets = []
+    for t in window.targets:
+        seconds, weighted = _lookup_estimate(t)
+        weighted_all += weighted
+        rep.guard_targets.append(
+            GuardTarget(
+                name=t.name,
+                where=_where(t.filename, t.line),
+                timed=t.timed,
+                seconds=seconds,
+                untimed=t.untimed,
+                misses=t.misses,
+                eager_calls=t.eager_calls,
+                per_lookup_s=_weighted_median(weighted),
+                sampled=t.sampled,
+            )
         )
-        for t in window.targets
-    ]
     if window.profiled_lookups is not None:
         samples = window.profiled_lookups
         n = len(samples)
@@ -1085,7 +1125,7 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
     # each function's timed lookups stand for its counted-only ones too
     rep.guard_s = sum(t.seconds for t in rep.guard_targets)
     # per lookup: the median, so one lookup preempted by the OS does not move it
-    rep.guard_per_call_s = statistics.median(window.lookup_samples)
+    rep.guard_per_call_s = _weighted_median(weighted_all)
     rep.guard_method = (
         f"timed in situ: {_plural(timed, 'lookup')}, each from torch.compile's call into "
         "Dynamo to the end of the lookup (frame locals, guard checks); -u saves part of "

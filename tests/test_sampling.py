@@ -121,3 +121,31 @@ def test_the_extrapolated_total_agrees_with_timing_every_lookup(sh, monkeypatch)
     s = min(r.guard_s for r in sampled)
     f = min(r.guard_s for r in full)
     assert 1 / 1.3 <= s / f <= 1.3, detail
+
+
+def test_the_estimate_is_stratified_first_lookups_and_spot_checks():
+    """A cell's first lookups are slower (cold caches): they stand for
+    themselves, and each spot check for its share of the counted-only ones,
+    so the total and the median follow the later lookups."""
+    from stance_magic.probe import Target
+    from stance_magic.report import _lookup_estimate, _weighted_median
+
+    first = [10e-6] * 64
+    spots = [2e-6] * 10
+    t = Target(name="f", timed=74, seconds=sum(first) + sum(spots), sampled=150)
+    t.samples = first + spots
+    t.spot_samples = list(spots)
+    seconds, weighted = _lookup_estimate(t)
+    # 64 at 10 µs, then 160 at 2 µs: the 10 spot checks and the 150 they stand for
+    assert seconds == pytest.approx(64 * 10e-6 + 160 * 2e-6)
+    assert sum(w for _, w in weighted) == pytest.approx(74 + 150)
+    assert _weighted_median(weighted) == pytest.approx(2e-6)
+    # not yet a spot check: every timed lookup shares the counted-only alike
+    u = Target(name="g", timed=64, seconds=64e-6, sampled=10)
+    u.samples = [1e-6] * 64
+    assert _lookup_estimate(u)[0] == pytest.approx(74e-6)
+    # nothing sampled: the plain sum and median
+    v = Target(name="h", timed=3, seconds=6e-6, sampled=0)
+    v.samples = [1e-6, 2e-6, 3e-6]
+    assert _lookup_estimate(v)[0] == pytest.approx(6e-6)
+    assert _weighted_median(_lookup_estimate(v)[1]) == pytest.approx(2e-6)

@@ -83,6 +83,9 @@ class Target:
     #: lookups of the function's own calls counted but not timed: after the
     #: first :data:`SAMPLE_FIRST`, only 1 in :data:`SAMPLE_EVERY` is timed
     sampled: int = 0
+    #: of the timed: the spot checks after the first SAMPLE_FIRST (1 in
+    #: SAMPLE_EVERY), which stand for the counted-only lookups, seconds each
+    spot_samples: list[float] = field(default_factory=list)
     #: of the timed: nested lookups (resume functions after graph breaks,
     #: frames compiled on their own), timed from their call (3.12+)
     resumed: int = 0
@@ -649,10 +652,12 @@ class Recorder:
                         self._miss_list.append(self._pending)
                     prev = self._prev_guard_hook
                     return prev(cache_hit) if prev is not None else cache_hit
-                self._events.append(("timed", (key, cache_hit), t - act.t0, t))
                 sampling = self._sampling.get(act.key)
                 if sampling is None:
                     sampling = self._sampling[act.key] = _Sampling()
+                # after the first ones: a spot check, standing for the counted-only
+                kind = "spot" if sampling.event is not None else "timed"
+                self._events.append((kind, (key, cache_hit), t - act.t0, t))
                 sampling.timed += 1
                 if sampling.timed >= SAMPLE_FIRST and sampling.event is None:
                     sampling.event = ("sampled", (key, True), 0.0, t)
@@ -1042,12 +1047,14 @@ class Recorder:
             if obj not in keys:
                 keys.append(obj)
             t = _target(targets, obj)
-            if kind == "timed" or kind == "resumed":
+            if kind == "timed" or kind == "resumed" or kind == "spot":
                 t.timed += 1
                 t.seconds += seconds
                 t.samples.append(seconds)
                 if kind == "resumed":
                     t.resumed += 1
+                elif kind == "spot":
+                    t.spot_samples.append(seconds)
             else:
                 t.untimed += 1
             window.lookup_times.append((at, seconds, bool(hit), kind != "untimed", t.name))
