@@ -3,6 +3,7 @@ named for the releases it serves (the README's torch-release table lists them)."
 
 from __future__ import annotations
 
+import functools
 import os
 import weakref
 from typing import Any, Callable
@@ -177,6 +178,11 @@ def recompile_context_registry() -> tuple[Callable[[Any], None], Callable[[], An
     such hooks (see :data:`RECOMPILE_USER_CONTEXTS_SINCE`)."""
     if torch_version() < RECOMPILE_USER_CONTEXTS_SINCE:
         return None
+    return _context_registry()
+
+
+@functools.cache
+def _context_registry() -> tuple[Callable[[Any], None], Callable[[], Any]] | None:
     from torch._dynamo import utils
 
     register = getattr(utils, "register_hook_for_recompile_user_context", None)

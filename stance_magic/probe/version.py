@@ -18,14 +18,24 @@ class TorchSupportError(RuntimeError):
     """The installed torch lacks something stance_magic needs."""
 
 
+#: (torch.__version__, its (major, minor)): read once per version string
+_VERSION: tuple[Any, tuple[int, int]] | None = None
+
+
 def torch_version() -> tuple[int, int]:
     """``(major, minor)`` of the installed torch, importing it if needed."""
+    global _VERSION
     import torch
 
-    m = re.match(r"(\d+)\.(\d+)", torch.__version__)
+    text = torch.__version__
+    cached = _VERSION
+    if cached is not None and cached[0] is text:
+        return cached[1]
+    m = re.match(r"(\d+)\.(\d+)", text)
     if not m:  # pragma: no cover - torch always has a numeric version
-        raise TorchSupportError(f"cannot read torch version {torch.__version__!r}")
-    return int(m.group(1)), int(m.group(2))
+        raise TorchSupportError(f"cannot read torch version {text!r}")
+    _VERSION = (text, (int(m.group(1)), int(m.group(2))))
+    return _VERSION[1]
 
 
 def _fmt(v: tuple[int, int]) -> str:
