@@ -211,6 +211,7 @@ class Engine:
         self._pending_reset = False
         self._recorder: probe.Recorder | None = None
         self._warned_skip_guard = False
+        self._warned_torch: set[str] = set()
         self._last_session: Stance | None = None
         #: the session stance when torch refused to take it back after a block
         self._unapplied: Stance | None = None
@@ -323,6 +324,16 @@ class Engine:
     def new_session(self) -> None:
         """A shell loaded the extension: one-per-session warnings show again."""
         self._warned_skip_guard = False
+        self._warned_torch.clear()
+
+    def take_torch_warning(self, stance: Stance) -> str | None:
+        """A warning about the installed torch under ``stance`` (torch 2.8's
+        delayed-compile stances), the first time a session asks."""
+        msg = probe.delayed_stance_warning(stance.name)
+        if msg is None or msg in self._warned_torch:
+            return None
+        self._warned_torch.add(msg)
+        return msg
 
     def take_skip_guard_warning(self, stance: Stance) -> str | None:
         """The skip_guard_eval_unsafe warning, the first time a session asks."""

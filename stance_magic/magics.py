@@ -260,9 +260,14 @@ class StanceMagics(Magics):
             print(f"session stance: {stance} (was: {previous}){later}")
 
     def _warn_skip_guard(self, stance: Stance) -> None:
-        msg = self.engine.take_skip_guard_warning(stance)
-        if msg:
-            print(f"stance_magic: {msg}", file=sys.stderr)
+        """What the user should know before running under ``stance`` (each
+        once a session): skip_guard_eval_unsafe's risk, this torch's defects."""
+        for msg in (
+            self.engine.take_skip_guard_warning(stance),
+            self.engine.take_torch_warning(stance),
+        ):
+            if msg:
+                print(f"stance_magic: {msg}", file=sys.stderr)
 
     def _cmd_watch(self, args: Any, rest: list[str]) -> None:
         if not rest:
@@ -384,8 +389,8 @@ class StanceMagics(Magics):
             check_cell_options(args.trace, args.timeline, args)
         number = cell_number(self.shell)
         run = compile_cell(self.shell, cell, number)
-        if stance is not None:
-            self._warn_skip_guard(stance)
+        for s in stances if stance is None else [stance]:
+            self._warn_skip_guard(s)
         announce = False if args.quiet else notice
         if args.sweep is not None:
             from .compare import sweep

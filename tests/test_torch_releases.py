@@ -254,3 +254,24 @@ def test_a_recompile_for_another_backend_is_explained(sh):
     assert "backend" in cause.what and "one backend" in cause.fix
     assert cause.what in " ".join(str(rep).split())
     assert "no guard failed" in " ".join(html_outputs(out))
+
+
+def test_a_delayed_stance_on_torch_2_8_warns_once(sh):
+    """On torch 2.8 the user is told, once a session, what its delayed-compile
+    stances may do (recompile with no guard failed, crash); not elsewhere."""
+    sh.run_cell("f = torch.compile(lambda x: x + 1, backend='eager')")
+    outs = []
+    for _ in range(2):
+        res, out = run(sh, "%%stance eager_then_compile -q\nf(torch.ones(2))")
+        assert res.success, res.error_in_exec
+        outs.append(out.stderr)
+    res, out = run(sh, "%stance aot_eager_then_compile -q")
+    outs.append(out.stderr)
+    sh.run_cell("%stance default -q")
+    if probe.torch_version() < probe.DELAYED_CALLBACK_LINKED_SINCE:
+        assert "under eager_then_compile: torch matches its cache entries" in outs[0]
+        assert "torch 2.9 fixed it" in outs[0]
+        assert "eager_then_compile" not in outs[1]  # once
+        assert "under aot_eager_then_compile" in outs[2]
+    else:
+        assert not any("torch matches its cache entries" in o for o in outs)

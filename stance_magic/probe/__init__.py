@@ -91,6 +91,7 @@ from .releases import (  # noqa: F401
     TESTING_HOOK_BUILDER_SINCE,
     callback_ref,
     delayed_callback_unlinked,
+    delayed_stance_warning,
     inline_wrapped,
     innermost_backend,
 )

@@ -58,6 +58,21 @@ def delayed_callback_unlinked(stance: str) -> bool:
     return stance in DELAYED_STANCES and torch_version() < DELAYED_CALLBACK_LINKED_SINCE
 
 
+def delayed_stance_warning(stance: str) -> str | None:
+    """One line for a user choosing ``stance`` on a torch whose per-call
+    callback under it is not linked (torch 2.8); None elsewhere."""
+    if not delayed_callback_unlinked(stance):
+        return None
+    from .version import _torch_str
+
+    return (
+        f"torch {_torch_str()} under {stance}: torch matches its cache entries by the "
+        "address of a callback it builds for every call, so a call may recompile with no "
+        "guard failed, and one can crash the process (seen on this project's machines "
+        "under aot_eager_then_compile, measured or not); torch 2.9 fixed it"
+    )
+
+
 def callback_ref(callback: Any) -> Callable[[], Any]:
     """A weak reference to the callback torch runs a frame with (``ref()`` gives
     it back, or None once torch dropped it).
