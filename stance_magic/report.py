@@ -534,72 +534,17 @@ class CellReport:
         p.text(str(self))
 
 
-def _first_line(text: str) -> str:
-    """The first line of a torch message, without a trailing guard pointer."""
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    first = lines[0] if lines else text
-    return first.split("  # ")[0].split(" # ")[0].rstrip()
-
-
-_USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<fn>\S+))?')
-
-
-_GUARD_POINTER = re.compile(r"(?P<file>.+?):(?P<line>\d+)(?P<rest>(?: in \S+)?)$")
-
-
 def split_recompile_reason(text: str) -> tuple[str, str]:
-    """(reason, guard source) from a ``recompile_reason``.
-
-    torch writes the failed guard, then ``  # <source line>  # <file:line in
-    fn>`` (its path cut to a few characters) and, on later lines, a "User
-    stack trace" naming the file in full. The guard's source comes back as
-    ``<source line> (<file>:<line> in <fn>)`` with the path as the report
-    writes paths.
-    """
-    first = next((ln for ln in text.strip().splitlines() if ln.strip()), text).strip()
-    parts = [p.strip() for p in first.split("  # ")]
-    reason = parts[0]
-    code = parts[1] if len(parts) > 1 else ""
-    frames = list(_USER_FRAME.finditer(text))
-    if frames:
-        m = frames[-1]
-        loc = short_path(m.group("file"))
-        sep = ", line " if loc.startswith("In [") else ":"
-        where = f"{loc}{sep}{m.group('line')}"
-        if m.group("fn"):
-            where += f" in {m.group('fn')}"
-    else:
-        # torch < 2.13 gives no user stack: only its own pointer, ``file:line in fn``
-        where = parts[2] if len(parts) > 2 else ""
-        m = _GUARD_POINTER.match(where)
-        if m and short_path(m.group("file")).startswith("In ["):
-            where = f"{short_path(m.group('file'))}, line {m.group('line')}{m.group('rest')}"
-    if code and where:
-        return reason, f"{code} ({where})"
-    return reason, code or where
+    """(reason, guard source) from a ``recompile_reason``, the guard's file
+    written as the report writes places (see
+    :func:`stance_magic.probe.split_recompile_reason`)."""
+    return probe.split_recompile_reason(text, short_path)
 
 
 def error_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     head = text[0] if text else ""
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
-
-
-_TRACE_PREFIX = "Encountered graph break when attempting to trace"
-
-
-def _gb_summary(reason: str) -> str:
-    """``<kind of break>: <torch's explanation>`` from a graph-break reason."""
-    lines = [ln.strip() for ln in reason.strip().splitlines() if ln.strip()]
-    if lines and lines[0].startswith(_TRACE_PREFIX) and len(lines) > 1:
-        lines = lines[1:]
-    first = lines[0] if lines else reason.strip()
-    expl = ""
-    for line in lines:
-        if line.startswith("Explanation:"):
-            expl = line[len("Explanation:") :].strip()
-            break
-    return f"{first}: {expl}" if expl else first
 
 
 def _source_line(filename: str, line: int | None) -> str:
@@ -624,31 +569,22 @@ def _refused_guards(error: BaseException | None) -> list[str]:
     return out
 
 
-def _failed(rec: Any) -> str | None:
-    """``fail_type: first line of fail_reason`` of a record whose compile failed."""
-    fail_type = getattr(rec, "fail_type", None)
-    if not fail_type:
-        return None
-    return f"{fail_type}: {_first_line(getattr(rec, 'fail_reason', None) or '')}".rstrip(": ")
-
-
-def _frame_name(rec: Any, info: Any) -> tuple[str, str, int | None]:
+def _frame_name(rec: probe.CompileRecord) -> tuple[str, str, int | None]:
     """How the report names a compiled frame: the nn.Module's class for a
     module's forward (through torch's wrapper or a library's decorator too),
     a resume function by where its graph break was."""
-    co_name = getattr(rec, "co_name", None)
-    if co_name is None and getattr(info, "frame", None) is not None:
+    co_name, info = rec.co_name, rec.info
+    if co_name is None and info.frame is not None:
         return info.frame  # torch wrote no code name (the recompile-limit attempt)
     name = co_name or "(backward)"
-    filename, line = getattr(rec, "co_filename", None) or "", getattr(rec, "co_firstlineno", None)
-    module = getattr(info, "module", None)
+    filename, line = rec.filename, rec.line
     resumed = probe.resume_parts(co_name)
     if resumed:
         fn, at = resumed
         return f"{fn} after the graph break at line {at}", filename, line
-    if module is not None:
-        mod_name, mod_file, mod_line = module
-        if co_name == "forward" or probe.is_module_wrapper(rec):
+    if info.module is not None:
+        mod_name, mod_file, mod_line = info.module
+        if co_name == "forward" or rec.module_wrapper:
             return mod_name, mod_file, mod_line
         return f"{mod_name} (through {co_name})", filename, line
     return name, filename, line
@@ -678,53 +614,42 @@ def build_report(
     frames: list[FrameCompile] = []
     breakdown = dict.fromkeys(PHASES, 0.0)
     cold = 0
-    for rec in window.records:
-        if probe.is_frame_compile(rec):
-            kind = "frame"
-        elif probe.is_backward_compile(rec):
-            kind = "backward"
-        else:
+    for rec in window.compiles:
+        kind = rec.kind
+        if kind is None:
             continue
-        info = window.info.get(id(rec))
-        phases = probe.record_phases(rec, getattr(info, "aot_autograd", None))
-        for k, v in phases.items():
+        info = rec.info
+        for k, v in rec.phases.items():
             breakdown[k] += v
-        name, filename, line = _frame_name(rec, info)
-        backend = getattr(info, "backend", None)
-        if (
-            kind == "frame"
-            and stance.name == "aot_eager_then_compile"
-            and getattr(info, "example_calls", None) == 1
-        ):
+        name, filename, line = _frame_name(rec)
+        backend = info.backend
+        if kind == "frame" and stance.name == "aot_eager_then_compile" and info.example_calls == 1:
             backend = "aot_eager"  # torch compiles the first call under aot_eager
-        graph = getattr(rec, "backend_compile_time_s", None) is not None or kind == "backward"
-        failed = _failed(rec)
-        exception = getattr(info, "exception", None)
+        graph = rec.backend_graph or kind == "backward"
+        failed = rec.failed
+        exception = info.exception
         if failed is None and exception is not None:
             # torch wrote the record while an exception unwound the compile
             # (a backend raised, the cell was interrupted): no graph exists
             failed = f"{exception}: the compile did not finish"
-        if failed is not None and kind == "frame" and getattr(info, "limit", None) is None:
+        if failed is not None and kind == "frame" and info.limit is None:
             graph = graph and not exception
-        if kind == "frame":
-            acc = getattr(rec, "accumulated_cache_size", None)
-            if acc == 0 or (acc is None and not getattr(rec, "recompile_reason", None)):
-                cold += 1
+        cold += rec.cold
         frames.append(
             FrameCompile(
-                compile_id=str(getattr(rec, "compile_id", "")),
+                compile_id=rec.compile_id,
                 kind=kind,
                 name=name,
                 filename=filename,
                 line=line,
-                seconds=probe.record_total_s(rec),
-                phases=phases,
-                guard_count=getattr(rec, "guard_count", None),
-                recompile_reason=getattr(rec, "recompile_reason", None),
+                seconds=rec.seconds,
+                phases=rec.phases,
+                guard_count=rec.guard_count,
+                recompile_reason=rec.recompile_reason,
                 failed=failed,
                 backend=backend if graph else None,
                 graph=graph,
-                during_eager_call=bool(getattr(info, "during_eager_call", False)),
+                during_eager_call=info.during_eager_call,
             )
         )
     for f in frames:
@@ -745,14 +670,12 @@ def build_report(
     rep.failed_compiles = sum(1 for f in frames if f.failed)
     rep.recompile_details = []
     failures_by_id = {
-        str(getattr(rec, "compile_id", "")): window.info[id(rec)].guard_failures
-        for rec in window.records
-        if id(rec) in window.info and window.info[id(rec)].guard_failures
+        rec.compile_id: rec.info.guard_failures
+        for rec in window.compiles
+        if rec.info.guard_failures
     }
     stacks_by_id = {
-        str(getattr(rec, "compile_id", "")): window.info[id(rec)].user_stack
-        for rec in window.records
-        if id(rec) in window.info and window.info[id(rec)].user_stack
+        rec.compile_id: rec.info.user_stack for rec in window.compiles if rec.info.user_stack
     }
     for f in fwd:
         if f.recompile_reason:
@@ -852,12 +775,11 @@ def _pretty_source(source: str) -> str:
 def _dynamic_shapes(window: probe.Window, frames: list[FrameCompile]) -> list[DynamicShapes]:
     where = {f.compile_id: f.where for f in frames}
     out = []
-    for rec in window.records:
-        info = window.info.get(id(rec))
-        shapes = getattr(info, "shapes", None)
+    for rec in window.compiles:
+        shapes = rec.info.shapes
         if shapes is None:
             continue
-        cid = str(getattr(rec, "compile_id", ""))
+        cid = rec.compile_id
         d = DynamicShapes(cid, where.get(cid, ""))
         # a module's parameters and buffers are graph inputs too, not the user's
         d.inputs = [
@@ -943,12 +865,12 @@ def _recompile_limits(window: probe.Window) -> list[RecompileLimit]:
             )
         return lim
 
-    for rec in window.records:
-        info = window.info.get(id(rec))
-        hit = getattr(info, "limit", None)
+    for rec in window.compiles:
+        info = rec.info
+        hit = info.limit
         if hit is not None:
             lim = entry(hit)
-            lim.compile_id = str(getattr(rec, "compile_id", ""))
+            lim.compile_id = rec.compile_id
             if info.guard_failures and not lim.failures:
                 lim.failures = _guard_failures(info.guard_failures)
     for m in window.miss_events:
@@ -962,7 +884,7 @@ def _group_breaks(events: list[Any]) -> list[GraphBreak]:
     place; each with torch's explanation, hints and documentation page."""
     groups: dict[tuple[str, str, int | None], GraphBreak] = {}
     for ev in events:
-        summary = _gb_summary(ev.reason)
+        summary = probe.break_summary(ev.reason)
         bt = probe.graph_break_type(ev.reason)
         key = (bt.gb_id if bt else summary, ev.filename, ev.line)
         g = groups.get(key)
@@ -1278,7 +1200,7 @@ def cache_line(f: FrameCompile) -> str:
         text += f" (torch recorded {_s(saved)} generating it)"
     for c in f.caches:
         for r in c.reasons:
-            text += f"; {CACHE_LABELS.get(c.cache, c.cache)} bypassed: {_first_line(r)}"
+            text += f"; {CACHE_LABELS.get(c.cache, c.cache)} bypassed: {probe.first_line(r)}"
     return text
 
 
@@ -1310,7 +1232,7 @@ def add_cache_figures(
         setattr(rep, f"{prefix}_cache_hits", sum(c.hits for c in mine))
         setattr(rep, f"{prefix}_cache_misses", sum(c.misses for c in mine))
         setattr(rep, f"{prefix}_cache_bypasses", sum(c.bypasses for c in mine))
-    rep.cache_bypass_reasons = [_first_line(r) for c in uses for r in c.reasons]
+    rep.cache_bypass_reasons = [probe.first_line(r) for c in uses for r in c.reasons]
     cached = [f for f in rep.frames if f.caches]
     if not cached:
         return rep

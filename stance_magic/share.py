@@ -401,9 +401,7 @@ def timeline_events(
         elif ph == "i":
             ev.append(_i(nm, "dynamo_timed", TID_PHASES, ts - us0, {"compile_id": cid, **args}))
 
-    record_start = {
-        str(getattr(r, "compile_id", "")): getattr(r, "start_time_us", None) for r in window.records
-    }
+    record_start = {r.compile_id: r.start_time_us for r in window.compiles}
     for f in rep.frames:
         begin = frame_start.get(f.compile_id)
         if begin is None and record_start.get(f.compile_id) is not None:

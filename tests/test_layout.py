@@ -196,3 +196,39 @@ def test_no_private_helpers_imported_across_modules():
                         if (module, target, alias.name) not in PRIVATE_ALLOWED:
                             found.append(f"{module} imports {target}.{alias.name}")
     assert found == []
+
+
+def _record_field_reads(tree: ast.Module, fields: set[str]) -> list[str]:
+    """``getattr(x, "<a CompilationMetrics field>", …)`` calls: a torch record
+    read field by field."""
+    out = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in fields
+        ):
+            out.append(f"line {node.lineno}: getattr(…, {node.args[1].value!r})")
+    return out
+
+
+def test_torch_compile_records_are_read_only_in_the_probe():
+    """The report consumes ``probe.CompileRecord``s (``window.compiles``): no
+    module outside the probe reads torch's ``CompilationMetrics`` fields."""
+    import dataclasses
+
+    from torch._dynamo.utils import CompilationMetrics
+
+    fields = {f.name for f in dataclasses.fields(CompilationMetrics)}
+    assert {"compile_id", "recompile_reason", "fail_type", "co_name"} <= fields
+    found = {
+        module: reads
+        for module, tree in _modules().items()
+        if module.split(".")[0] not in PROBE and (reads := _record_field_reads(tree, fields))
+    }
+    assert found == {}
+    # the check sees such a read
+    assert _record_field_reads(ast.parse("getattr(rec, 'fail_type', None)"), fields)

@@ -31,6 +31,7 @@ from .backends import (  # noqa: F401
 from .breaks import (  # noqa: F401
     BreakType,
     GraphBreakEvent,
+    break_summary,
     graph_break_type,
     parse_graph_break,
 )
@@ -65,19 +66,23 @@ from .recorder import (  # noqa: F401
     _BreakHandler,
 )
 from .records import (  # noqa: F401
+    CompileRecord,
     FrameBudget,
     LimitHit,
     RecordInfo,
     cache_entries,
     deque_limit,
     dynamo_config_flag,
+    first_line,
     is_backward_compile,
     is_frame_compile,
     is_module_wrapper,
+    read_record,
     recompile_limit_name,
     record_phases,
     record_total_s,
     record_user_frames,
+    split_recompile_reason,
 )
 from .releases import (  # noqa: F401
     BACKEND_LINKS,

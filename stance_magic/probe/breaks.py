@@ -154,3 +154,20 @@ def _breaks_from_counters(before: dict[str, int]) -> list[GraphBreakEvent]:
         for _ in range(n - before.get(reason, 0)):
             out.append(GraphBreakEvent(reason, "", None, None))
     return out
+
+
+_TRACE_PREFIX = "Encountered graph break when attempting to trace"
+
+
+def break_summary(reason: str) -> str:
+    """``<kind of break>: <torch's explanation>`` from a graph-break reason."""
+    lines = [ln.strip() for ln in reason.strip().splitlines() if ln.strip()]
+    if lines and lines[0].startswith(_TRACE_PREFIX) and len(lines) > 1:
+        lines = lines[1:]
+    first = lines[0] if lines else reason.strip()
+    expl = ""
+    for line in lines:
+        if line.startswith("Explanation:"):
+            expl = line[len("Explanation:") :].strip()
+            break
+    return f"{first}: {expl}" if expl else first

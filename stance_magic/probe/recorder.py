@@ -37,6 +37,7 @@ from .frames import (
 )
 from .monitoring import CallStarts
 from .records import (
+    CompileRecord,
     FrameBudget,
     LimitHit,
     RecordInfo,
@@ -47,6 +48,7 @@ from .records import (
     _limit_from_record,
     is_frame_compile,
     is_module_wrapper,
+    read_record,
     recompile_limit_name,
 )
 from .releases import (
@@ -151,6 +153,17 @@ class Window:
     #: clock (``perf_counter``), seconds timed (0.0 when not timed), hit,
     #: timed, the looked-up function's name)
     lookup_times: list[tuple[float, float, bool, bool, str]] = field(default_factory=list)
+
+    #: (see :attr:`compiles`)
+    _compiles: list[CompileRecord] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def compiles(self) -> list[CompileRecord]:
+        """Each of :attr:`records` read once for the report (a
+        :class:`~stance_magic.probe.records.CompileRecord`), in order."""
+        if self._compiles is None or len(self._compiles) != len(self.records):
+            self._compiles = [read_record(r, self.info.get(id(r))) for r in self.records]
+        return self._compiles
 
     @property
     def timed_lookups(self) -> int:

@@ -264,3 +264,119 @@ def record_user_frames(rec: Any) -> list[tuple[str, str, int]] | None:
         if m:
             frames.append((m.group("name"), m.group("file"), int(m.group("line"))))
     return keep_user_frames(reversed(frames))
+
+
+# --------------------------------------------------------------------------
+# a compile record, read once for the report
+# --------------------------------------------------------------------------
+
+
+def first_line(text: str) -> str:
+    """The first line of a torch message, without a trailing guard pointer."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    first = lines[0] if lines else text
+    return first.split("  # ")[0].split(" # ")[0].rstrip()
+
+
+@dataclass
+class CompileRecord:
+    """One of torch's compile records (``CompilationMetrics``), as the report
+    reads it: every field read once here, with a default (the records grew
+    from 84 fields in torch 2.8 to 99 in 2.13), beside what the recorder
+    learnt while torch made it (:class:`RecordInfo`)."""
+
+    compile_id: str
+    #: "frame" (Dynamo compiled a frame, or refused at the recompile limit),
+    #: "backward" (a lazily compiled backward graph), None (another record)
+    kind: str | None
+    co_name: str | None
+    filename: str
+    line: int | None
+    seconds: float
+    phases: dict[str, float]
+    guard_count: int | None
+    recompile_reason: str | None
+    fail_type: str | None
+    fail_reason: str | None
+    #: a backend compiled a graph (torch timed its backend compile)
+    backend_graph: bool
+    #: a frame compiled from an empty cache (nothing to recompile)
+    cold: bool
+    start_time_us: int | None
+    #: torch.compile(module)'s wrapper frame around the module call
+    module_wrapper: bool
+    info: RecordInfo = field(default_factory=RecordInfo)
+
+    @property
+    def failed(self) -> str | None:
+        """``fail_type: first line of fail_reason`` when the compile failed."""
+        if not self.fail_type:
+            return None
+        return f"{self.fail_type}: {first_line(self.fail_reason or '')}".rstrip(": ")
+
+
+def read_record(rec: Any, info: RecordInfo | None = None) -> CompileRecord:
+    """A :class:`CompileRecord` from one of torch's records."""
+    info = info if info is not None else RecordInfo()
+    if is_frame_compile(rec):
+        kind: str | None = "frame"
+    elif is_backward_compile(rec):
+        kind = "backward"
+    else:
+        kind = None
+    reason = getattr(rec, "recompile_reason", None)
+    acc = getattr(rec, "accumulated_cache_size", None)
+    return CompileRecord(
+        compile_id=str(getattr(rec, "compile_id", "")),
+        kind=kind,
+        co_name=getattr(rec, "co_name", None),
+        filename=getattr(rec, "co_filename", None) or "",
+        line=getattr(rec, "co_firstlineno", None),
+        seconds=record_total_s(rec),
+        phases=record_phases(rec, info.aot_autograd) if kind else {},
+        guard_count=getattr(rec, "guard_count", None),
+        recompile_reason=reason,
+        fail_type=getattr(rec, "fail_type", None),
+        fail_reason=getattr(rec, "fail_reason", None),
+        backend_graph=getattr(rec, "backend_compile_time_s", None) is not None,
+        cold=kind == "frame" and (acc == 0 or (acc is None and not reason)),
+        start_time_us=getattr(rec, "start_time_us", None),
+        module_wrapper=is_module_wrapper(rec),
+        info=info,
+    )
+
+
+_USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<fn>\S+))?')
+_GUARD_POINTER = re.compile(r"(?P<file>.+?):(?P<line>\d+)(?P<rest>(?: in \S+)?)$")
+
+
+def split_recompile_reason(text: str, short_path: Callable[[str], str]) -> tuple[str, str]:
+    """(reason, guard source) from a ``recompile_reason``.
+
+    torch writes the failed guard, then ``  # <source line>  # <file:line in
+    fn>`` (its path cut to a few characters) and, on later lines, a "User
+    stack trace" naming the file in full (2.13+). The guard's source comes
+    back as ``<source line> (<file>:<line> in <fn>)``, the path as
+    ``short_path`` writes it (``In [N]`` for a notebook cell).
+    """
+    first = next((ln for ln in text.strip().splitlines() if ln.strip()), text).strip()
+    parts = [p.strip() for p in first.split("  # ")]
+    reason = parts[0]
+    code = parts[1] if len(parts) > 1 else ""
+    frames = list(_USER_FRAME.finditer(text))
+    if frames:
+        m = frames[-1]
+        loc = short_path(m.group("file"))
+        sep = ", line " if loc.startswith("In [") else ":"
+        where = f"{loc}{sep}{m.group('line')}"
+        if m.group("fn"):
+            where += f" in {m.group('fn')}"
+    else:
+        # torch < 2.13 gives no user stack: only its own pointer, ``file:line in fn``
+        where = parts[2] if len(parts) > 2 else ""
+        m = _GUARD_POINTER.match(where)
+        if m and short_path(m.group("file")).startswith("In ["):
+            where = f"{short_path(m.group('file'))}, line {m.group('line')}{m.group('rest')}"
+    if code and where:
+        return reason, f"{code} ({where})"
+    return reason, code or where
