@@ -125,17 +125,20 @@ def innermost_backend(callback: Any) -> Any:
     """
     fn = callback
     for _ in range(32):
-        nxt = None
-        for attr in BACKEND_LINKS:
-            nxt = getattr(fn, attr, None)
-            if nxt is not None:
-                break
-        if nxt is None:
-            nxt = _delayed_compile_callback_of(fn)
+        nxt = _next_in_chain(fn)
         if nxt is None or not callable(nxt):
             return fn
         fn = nxt
     return fn
+
+
+def _next_in_chain(fn: Any) -> Any:
+    """What a Dynamo callback wraps (see :func:`innermost_backend`), or None."""
+    for attr in BACKEND_LINKS:
+        nxt = getattr(fn, attr, None)
+        if nxt is not None:
+            return nxt
+    return _delayed_compile_callback_of(fn)
 
 
 def _delayed_compile_callback_of(fn: Any) -> Any:
@@ -246,12 +249,5 @@ def callback_recompile_limit(callback: Any) -> int | None:
         limit = getattr(fn, "_recompile_limit", None) if not isinstance(fn, type) else None
         if isinstance(limit, int) and not isinstance(limit, bool):
             return limit
-        nxt = None
-        for attr in BACKEND_LINKS:
-            nxt = getattr(fn, attr, None)
-            if nxt is not None:
-                break
-        if nxt is None:
-            nxt = _delayed_compile_callback_of(fn)
-        fn = nxt
+        fn = _next_in_chain(fn)
     return None
