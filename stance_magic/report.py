@@ -1070,8 +1070,15 @@ def _guard_figures(rep: CellReport, window: probe.Window) -> None:
         if window.resume_timing_off is None:
             which = (
                 "resume functions after graph breaks, frames compiled on their own: the "
-                "first lookup from each caller while measured; later ones are timed"
+                "first lookup from each caller while measured"
             )
+            if not probe.monitoring.EX_CALLS_SEEN:
+                which += (
+                    ", and on Python 3.12 those made by a call with *args/**kwargs, as "
+                    "torch's calls of resume functions and of module forwards are (3.12 "
+                    "gives no monitoring event for them)"
+                )
+            which += "; the others are timed"
         else:
             which = (
                 "resume functions after graph breaks, frames compiled on their own; "

@@ -340,13 +340,19 @@ def test_nested_lookups_timed_from_their_call_against_the_profiler(sh):
     assert res.success, res.error_in_exec
     rep = last(sh)
     assert rep.compiles == 0 and rep.cache_misses == 0
-    assert rep.guard_lookups_untimed == 0 and rep.guard_bound is None
     assert "(resume functions after graph breaks, frames compiled on their own) timed" in (
         rep.guard_method
     )
+    if probe.monitoring.EX_CALLS_SEEN:
+        assert rep.guard_lookups_untimed == 0 and rep.guard_bound is None
+    else:
+        # 3.12: no event for torch's forward_call(*args, **kwargs): those stay untimed
+        assert 0 < rep.guard_lookups_untimed < rep.guard_lookups_timed + rep.guard_lookups_untimed
+        assert "on Python 3.12 those made by a call with *args/**kwargs" in rep.guard_bound
     with lookup_events() as events:
         assert sh.run_cell(gen).success
-    assert len(events) == rep.guard_lookups_timed == rep.cache_hits
+    looked_up = rep.guard_lookups_timed + rep.guard_lookups_untimed
+    assert len(events) == looked_up == rep.cache_hits
     # per lookup, median against median (one lookup preempted moves neither)
     ratio = rep.guard_per_call_s / statistics.median(events)
     detail = (rep.guard_per_call_s, sorted(events), rep.guard_s, sum(events))

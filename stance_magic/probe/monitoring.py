@@ -27,6 +27,31 @@ from typing import Any
 
 #: sys.monitoring exists from Python 3.12 (PEP 669)
 AVAILABLE = sys.version_info >= (3, 12)
+
+
+def _call_span() -> int:
+    """Bytes a ``CALL`` instruction takes with its inline caches (8 in 3.12
+    and 3.13). A frame inside a call reports ``f_lasti`` at the ``CALL``
+    (3.13) or at its last cache entry (3.12)."""
+    import dis
+
+    caches = getattr(dis, "_inline_cache_entries", None)
+    op = dis.opmap.get("CALL")
+    try:
+        n = caches["CALL"] if isinstance(caches, dict) else caches[op]  # type: ignore[index]
+    except (TypeError, KeyError, IndexError):
+        n = 3
+    return 2 * (1 + int(n))
+
+
+CALL_SPAN = _call_span() if AVAILABLE else 8
+
+#: Python 3.12 gives no CALL event for a call with ``*args, **kwargs``
+#: (``CALL_FUNCTION_EX``, as torch's compiled code calls its resume functions
+#: and ``Module._call_impl`` calls ``forward``): a lookup such a call makes
+#: stays untimed there (the instruction check in ``start_of`` keeps an earlier
+#: call from standing for it); 3.13 gives the event
+EX_CALLS_SEEN = sys.version_info >= (3, 13)
 #: tool ids tried, in order (0, 1, 2 and 5 are named for debuggers,
 #: coverage, profilers and optimizers)
 TOOL_IDS = (4, 3)
@@ -45,8 +70,9 @@ class CallStarts:
         self._clock = clock
         self._tool: int | None = None
         self._codes: weakref.WeakSet[Any] = weakref.WeakSet()
-        #: the code, clock and thread of the last call a watched code made
+        #: the code, instruction, clock and thread of the last call a watched code made
         self._last_code: Any = None
+        self._last_offset = -1
         self._last_t = 0.0
         self._last_thread = 0
         #: why it is off (None while on or never tried)
@@ -115,12 +141,21 @@ class CallStarts:
     def _on_call(self, code: Any, offset: int, callable_: Any, arg0: Any) -> None:
         self._last_t = self._clock()
         self._last_code = code
+        self._last_offset = offset
         self._last_thread = threading.get_ident()
 
-    def start_of(self, caller_code: Any) -> float | None:
-        """When the lookup that just ended began: the last call made by
-        ``caller_code`` on this thread (taken once), else None."""
-        if self._last_code is not caller_code or self._last_thread != threading.get_ident():
+    def start_of(self, caller: Any) -> float | None:
+        """When the lookup that just ended began: the last call, on this
+        thread, made by the instruction the calling frame ``caller`` is at
+        (taken once), else None. The instruction must match: Python 3.12
+        gives no event for a call with ``*args, **kwargs``
+        (``CALL_FUNCTION_EX``), and an earlier call of the same code must not
+        stand for it."""
+        if (
+            self._last_code is not caller.f_code
+            or not 0 <= caller.f_lasti - self._last_offset < CALL_SPAN
+            or self._last_thread != threading.get_ident()
+        ):
             return None
         self._last_code = None
         return self._last_t

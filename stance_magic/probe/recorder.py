@@ -683,7 +683,7 @@ class Recorder:
                 act = self._running_call(caller)
                 key = act.target if act is not None else _caller_key(caller)
                 resume = self._resume
-                start = resume.start_of(caller.f_code) if resume.on else None
+                start = resume.start_of(caller) if resume.on else None
                 if start is not None:
                     # a nested lookup, from the call that made it (Python 3.12+)
                     self._events.append(("resumed", (key, cache_hit), t - start, t))
