@@ -245,7 +245,7 @@ class StanceMagics(Magics):
                 self._namespace(args),
                 base=self.engine.session,
             )
-            self._warn_skip_guard(stance)
+            self._warn_before_running(stance)
             previous = str(self.engine.set_session(stance))
         stances = ranks.session_stances()
         if stances is not None and not args.quiet:
@@ -253,13 +253,13 @@ class StanceMagics(Magics):
             print(ranks.stances_line(stances, previous) + later)
 
     def _set_session(self, stance: Stance, quiet: bool) -> None:
-        self._warn_skip_guard(stance)
+        self._warn_before_running(stance)
         previous = self.engine.set_session(stance)
         if not quiet:
             later = " after this cell" if self.engine.in_cell else ""
             print(f"session stance: {stance} (was: {previous}){later}")
 
-    def _warn_skip_guard(self, stance: Stance) -> None:
+    def _warn_before_running(self, stance: Stance) -> None:
         """What the user should know before running under ``stance`` (each
         once a session): skip_guard_eval_unsafe's risk, this torch's defects."""
         for msg in (
@@ -390,7 +390,7 @@ class StanceMagics(Magics):
         number = cell_number(self.shell)
         run = compile_cell(self.shell, cell, number)
         for s in stances if stance is None else [stance]:
-            self._warn_skip_guard(s)
+            self._warn_before_running(s)
         announce = False if args.quiet else notice
         if args.sweep is not None:
             from .compare import sweep

@@ -183,14 +183,6 @@ class Window:
         """Lookups counted but not timed (sampling; see :data:`SAMPLE_FIRST`)."""
         return sum(t.sampled for t in self.targets)
 
-    @property
-    def lookup_seconds(self) -> float:
-        return sum(t.seconds for t in self.targets)
-
-    @property
-    def lookup_samples(self) -> list[float]:
-        return [x for t in self.targets for x in t.samples]
-
 
 @dataclass
 class _Mark:
@@ -659,27 +651,23 @@ class Recorder:
                 if act.sampled:  # a counted-only call that missed: counted, not timed
                     act.sampled = False
                     self._events.append(("sampled", (key, cache_hit), 0.0, t))
-                    if not cache_hit:
-                        self._pending = MissEvent(key, act.stance)
-                        self._pending_code = None
-                        self._miss_list.append(self._pending)
-                    prev = self._prev_guard_hook
-                    return prev(cache_hit) if prev is not None else cache_hit
-                sampling = self._sampling.get(act.key)
-                if sampling is None:
-                    sampling = self._sampling[act.key] = _Sampling()
-                # after the first ones: a spot check, standing for the counted-only
-                kind = "spot" if sampling.event is not None else "timed"
-                self._events.append((kind, (key, cache_hit), t - act.t0, t))
-                sampling.timed += 1
-                if sampling.timed >= SAMPLE_FIRST and sampling.event is None:
-                    sampling.event = ("sampled", (key, True), 0.0, t)
-                    sampling.act = act
-                    act.event = sampling.event
+                else:
+                    sampling = self._sampling.get(act.key)
+                    if sampling is None:
+                        sampling = self._sampling[act.key] = _Sampling()
+                    # after the first ones: a spot check, standing for the counted-only
+                    kind = "spot" if sampling.event is not None else "timed"
+                    self._events.append((kind, (key, cache_hit), t - act.t0, t))
+                    sampling.timed += 1
+                    if sampling.timed >= SAMPLE_FIRST and sampling.event is None:
+                        sampling.event = ("sampled", (key, True), 0.0, t)
+                        sampling.act = act
+                        act.event = sampling.event
             else:
                 # a lookup further down (a resume function after a graph
-                # break, a frame compiled on its own): no start to time from;
-                # it belongs to the innermost torch.compile call still running
+                # break, a frame compiled on its own): timed from the call
+                # that made it where sys.monitoring saw it (3.12+), else only
+                # counted; it belongs to the innermost torch.compile call still running
                 act = self._running_call(caller)
                 key = act.target if act is not None else _caller_key(caller)
                 resume = self._resume
