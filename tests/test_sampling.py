@@ -99,28 +99,34 @@ def test_the_extrapolated_total_agrees_with_timing_every_lookup(sh, monkeypatch)
     assert sh.run_cell("small(x)").success  # compiled outside the measured cells
     n = 600
     cell = f"%%stance default -q\nfor _ in range({n}):\n    small(x)"
-    sampled, full = [], []
-    for _ in range(3):  # interleaved, so drift hits both alike
+
+    def measure(every: bool):
+        if every:
+            monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)
         res, _ = run(sh, cell)
-        assert res.success, res.error_in_exec
-        sampled.append(last(sh))
-        monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)
-        res, _ = run(sh, cell)
-        assert res.success, res.error_in_exec
-        full.append(last(sh))
         monkeypatch.setattr(recorder, "SAMPLE_FIRST", probe.SAMPLE_FIRST)
+        assert res.success, res.error_in_exec
+        return last(sh)
+
+    sampled, full = [], []
+    for i in range(5):  # interleaved, in alternating order, so drift hits both alike
+        for every in (i % 2 == 1, i % 2 == 0):
+            (full if every else sampled).append(measure(every))
     assert all(r.guard_lookups_sampled > 0 for r in sampled)
     assert all(r.guard_lookups_sampled == 0 and r.guard_lookups_timed == n for r in full)
-    # per lookup (medians), and the totals of the least disturbed rounds (a
+    # per lookup: the median of each pair's ratio of medians (a burst of load
+    # on a shared machine moves one pair, not the figure; one CI run had a
+    # single pair at 1.46x); and the totals of the least disturbed rounds (a
     # lookup preempted for milliseconds moves a total, by the sampling
     # factor when it falls among the timed ones)
-    detail = ([r.guard_s for r in sampled], [r.guard_s for r in full])
-    s = statistics.median(r.guard_per_call_s for r in sampled)
-    f = statistics.median(r.guard_per_call_s for r in full)
-    assert 1 / 1.3 <= s / f <= 1.3, detail
+    detail = ([r.guard_per_call_s for r in sampled], [r.guard_per_call_s for r in full])
+    ratio = statistics.median(
+        s.guard_per_call_s / f.guard_per_call_s for s, f in zip(sampled, full, strict=True)
+    )
+    assert 1 / 1.3 <= ratio <= 1.3, detail
     s = min(r.guard_s for r in sampled)
     f = min(r.guard_s for r in full)
-    assert 1 / 1.3 <= s / f <= 1.3, detail
+    assert 1 / 1.3 <= s / f <= 1.3, ([r.guard_s for r in sampled], [r.guard_s for r in full])
 
 
 def test_the_estimate_is_stratified_first_lookups_and_spot_checks():
