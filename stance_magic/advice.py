@@ -79,8 +79,8 @@ def _all_lookups(k: int) -> str:
     return "the one cache lookup was a hit" if k == 1 else f"all {k} cache lookups were hits"
 
 
-def advise(rep: Any, compare: Any = None) -> list[str]:
-    """Hints for one report (and its --compare result), most useful first."""
+def advise(rep: Any) -> list[str]:
+    """Hints for one report (with its --compare figures, if any), most useful first."""
     hints: list[str] = []
     for lim in getattr(rep, "recompile_limits", []) or []:
         hints.append(_limit_hint(lim))
@@ -110,20 +110,21 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
             "needs a graph of its own, and neither dynamic shapes nor eager_then_compile "
             f"help; keep the input's {what} fixed if this recurs"
         )
-    if compare is not None and rep.guard_per_call_s and rep.compiled_s:
-        runs = max(len(compare.compiled_runs), 1)
+    c = getattr(rep, "compare", None)
+    if c is not None and rep.guard_per_call_s and c.compiled_s:
+        runs = max(len(c.runs.get("compiled", ())), 1)
         lookups_per_run = (rep.cache_hits + rep.cache_misses) / runs
         guard_run = rep.guard_per_call_s * lookups_per_run
-        share = guard_run / rep.compiled_s
+        share = guard_run / c.compiled_s
         if share >= GUARD_SHARE and not rep.recompiles and not rep.skip_guard_eval_unsafe:
             hints.append(
                 f"cache lookups (guards) are {share:.0%} of the steady-state run "
-                f"({fmt_s(guard_run)} of {fmt_s(rep.compiled_s)}): -u "
+                f"({fmt_s(guard_run)} of {fmt_s(c.compiled_s)}): -u "
                 "(skip_guard_eval_unsafe) skips most guards and may help, but only once no "
                 "further recompiles are needed; otherwise results are silently wrong"
             )
     elif (
-        compare is None
+        c is None
         and rep.guard_s
         and not rep.error
         and rep.guard_lookups_timed >= MIN_LOOKUPS
@@ -138,31 +139,31 @@ def advise(rep: Any, compare: Any = None) -> list[str]:
             "skips most guards and may help once warmed up, with its risk of silently "
             "wrong results"
         )
-    if compare is not None:
-        runs = len(compare.compiled_runs)
-        if rep.break_even_calls is None:
+    if c is not None:
+        runs = len(c.runs.get("compiled", ()))
+        if c.break_even_calls is None:
             hints.append(
-                f"compiled ({fmt_s(rep.compiled_s)}) is not faster than eager "
-                f"({fmt_s(rep.eager_s)}) here: compiling this cell does not pay off"
+                f"compiled ({fmt_s(c.compiled_s)}) is not faster than eager "
+                f"({fmt_s(c.eager_s)}) here: compiling this cell does not pay off"
             )
-        elif rep.break_even_calls > runs:
+        elif c.break_even_calls > runs:
             hints.append(
                 f"compile time ({fmt_s(rep.compile_s)}) is paid back after "
-                f"{rep.break_even_calls} runs at a {rep.speedup:.2f}× speedup; "
+                f"{c.break_even_calls} runs at a {c.speedup:.2f}× speedup; "
                 f"this cell ran {runs}"
             )
-    if compare is not None and rep.eager_peak_bytes and rep.compiled_first_peak_bytes:
-        ratio = rep.compiled_first_peak_bytes / rep.eager_peak_bytes
+    if c is not None and c.eager_peak_bytes and c.compiled_first_peak_bytes:
+        ratio = c.compiled_first_peak_bytes / c.eager_peak_bytes
         if ratio >= MEMORY_RATIO:
             hints.append(
-                f"the first compiled run peaked at {fmt_bytes(rep.compiled_first_peak_bytes)}, "
-                f"{ratio:.1f}× the eager run's {fmt_bytes(rep.eager_peak_bytes)}: "
+                f"the first compiled run peaked at {fmt_bytes(c.compiled_first_peak_bytes)}, "
+                f"{ratio:.1f}× the eager run's {fmt_bytes(c.eager_peak_bytes)}: "
                 "aot_eager_then_compile runs a first call under AOT eager, which often "
                 "needs less"
             )
     if rep.graph_break_details:
         top = max(rep.graph_break_details, key=lambda g: g.count)
-        n = sum(g.count for g in rep.graph_break_details)
+        n = rep.graph_break_count
         hints.append(f"{n} graph break{'s' if n != 1 else ''}; top reason: {top.summary}")
     if (
         rep.stance == "default"

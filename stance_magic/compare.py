@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 from . import probe
 from .engine import Engine
 from .render import html_table, text_table
-from .report import CellReport, error_line
+from .report import CellReport, Comparison, error_line
 from .stance import Stance
 from .text import fmt_bytes, fmt_s, shorten
 
@@ -113,7 +113,7 @@ class CompareResult:
     def advice(self) -> list[str]:
         from .advice import advise
 
-        return advise(self.report, compare=self)
+        return advise(self.report)
 
 
 def _first_peak(meter: probe.CellProfiler) -> int | None:
@@ -220,9 +220,6 @@ def compare(
         if memory:
             with engine.applied(stance):
                 steady_peak = _peak_of(run)
-            rep.eager_peak_bytes = eager_peak
-            rep.compiled_first_peak_bytes = first_peak
-            rep.compiled_steady_peak_bytes = steady_peak
             rep.notes.append(
                 "memory peaks (-m): eager and steady compiled from one extra run each; the "
                 "first compiled run was timed with memory measuring on"
@@ -250,12 +247,17 @@ def compare(
                 "eager_then_compile runs the first call eagerly and compiles on the second: "
                 "use --repeat 3 or more to see the compiled code"
             )
-        rep.runs = {"eager": eager_runs, "compiled": compiled_runs}
-        rep.eager_s = se.median
-        rep.compiled_s = sc.median
-        rep.speedup = se.median / sc.median if sc.median > 0 else None
         w = min(warmup, len(compiled_runs))
-        rep.break_even_calls = break_even(sum(compiled_runs[:w]), sc.median, se.median, w)
+        rep.compare = Comparison(
+            eager_s=se.median,
+            compiled_s=sc.median,
+            speedup=se.median / sc.median if sc.median > 0 else None,
+            break_even_calls=break_even(sum(compiled_runs[:w]), sc.median, se.median, w),
+            runs={"eager": eager_runs, "compiled": compiled_runs},
+            eager_peak_bytes=eager_peak,
+            compiled_first_peak_bytes=first_peak,
+            compiled_steady_peak_bytes=steady_peak,
+        )
         rep.notes.extend(warnings)
     except BaseException:
         if rep is not None:  # a comparison that raised is in the history, as measured

@@ -96,13 +96,14 @@ def report_figure(rep: Any) -> Any:
     run = max(rep.wall_s - rep.compile_s - (rep.guard_s or 0.0), 0.0)
     labels = [rep.stance_label]
     comp, guard, exe, eager = [rep.compile_s], [rep.guard_s or 0.0], [run], [0.0]
-    if rep.eager_s is not None:
+    eager_s = rep.compare.eager_s if rep.compare is not None else None
+    if eager_s is not None:
         labels.insert(0, "force_eager")
         comp.insert(0, 0.0)
         guard.insert(0, 0.0)
         exe.insert(0, 0.0)
-        eager.insert(0, rep.eager_s)
-    scale, unit = _unit(max(rep.wall_s, rep.eager_s or 0.0))
+        eager.insert(0, eager_s)
+    scale, unit = _unit(max(rep.wall_s, eager_s or 0.0))
     fig = _figure(1.2 + 0.45 * len(labels))
     ax = fig.add_subplot()
     _stacked(
@@ -121,8 +122,8 @@ def report_figure(rep: Any) -> Any:
         f"compile {fmt_s(comp[run_i])} · cache lookups {fmt_s(guard[run_i])} · "
         f"execution {fmt_s(exe[run_i])}"
     )
-    if rep.eager_s is not None:
-        summary = f"eager {fmt_s(rep.eager_s)} | " + summary
+    if eager_s is not None:
+        summary = f"eager {fmt_s(eager_s)} | " + summary
     ax.set_xlabel(f"wall time of the cell ({unit})")
     which = cell_label(rep)
     ax.set_title(f"{which}: {summary}" if which else summary, fontsize=9, loc="left")
@@ -404,7 +405,7 @@ def history_figure(
         lines = [(fmt_s(r.wall_s), INK)]
         if r.recompiles:
             lines.append((f"↻{len(r.recompiles)}", RECOMPILE))
-        breaks = sum(g.count for g in r.graph_break_details) or len(r.graph_breaks)
+        breaks = r.graph_break_count
         if breaks:
             lines.append((f"⎇{breaks}", INK_SOFT))
         if r.error:

@@ -60,7 +60,7 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
         rows.append(
             ("why it recompiled", _plural(len(rep.causes), "cause"), [str(c) for c in rep.causes])
         )
-    nb = sum(g.count for g in rep.graph_break_details)
+    nb = rep.graph_break_count
     rows.append(("graph breaks", str(nb), _break_lines(rep.graph_break_details)))
     rows.append(("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", []))
     rows.append(("cache lookups", _guard_value(rep), _guard_details(rep)))
@@ -94,24 +94,25 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
             )
         )
     rows.extend(_eager_rows(rep))
-    if rep.eager_peak_bytes is not None:
+    c = rep.compare
+    if c is not None and c.eager_peak_bytes is not None:
         rows.append(
             (
                 "memory peaks",
-                f"eager {fmt_bytes(rep.eager_peak_bytes)} · compiled first run "
-                f"{fmt_bytes(rep.compiled_first_peak_bytes)} · compiled steady "
-                f"{fmt_bytes(rep.compiled_steady_peak_bytes)}",
+                f"eager {fmt_bytes(c.eager_peak_bytes)} · compiled first run "
+                f"{fmt_bytes(c.compiled_first_peak_bytes)} · compiled steady "
+                f"{fmt_bytes(c.compiled_steady_peak_bytes)}",
                 [],
             )
         )
-    if rep.eager_s is not None:
-        rows.append(("eager (steady)", fmt_s(rep.eager_s), []))
-        rows.append(("compiled (steady)", fmt_s(rep.compiled_s), []))
-        rows.append(("speedup", f"{rep.speedup:.2f}×" if rep.speedup else "n/a", []))
+    if c is not None:
+        rows.append(("eager (steady)", fmt_s(c.eager_s), []))
+        rows.append(("compiled (steady)", fmt_s(c.compiled_s), []))
+        rows.append(("speedup", f"{c.speedup:.2f}×" if c.speedup else "n/a", []))
         be = (
             "never (compiled is not faster)"
-            if rep.break_even_calls is None
-            else f"{rep.break_even_calls} run{'s' if rep.break_even_calls != 1 else ''}"
+            if c.break_even_calls is None
+            else f"{c.break_even_calls} run{'s' if c.break_even_calls != 1 else ''}"
         )
         rows.append(("break-even", be, []))
     if rep.error:
@@ -495,7 +496,7 @@ def summary_line(rep: Any, session: Any = None) -> str:
         parts.append("nothing compiled")
     if rep.recompiles:
         parts.append(_plural(len(rep.recompiles), "recompile"))
-    breaks = sum(g.count for g in rep.graph_break_details) or len(rep.graph_breaks)
+    breaks = rep.graph_break_count
     if breaks:
         parts.append(_plural(breaks, "graph break"))
     if rep.eager_fallbacks:

@@ -279,6 +279,29 @@ class DynamicShapes:
 
 
 @dataclass
+class Comparison:
+    """What ``--compare`` measured: the cell run ``repeat`` times under
+    force_eager, then ``repeat`` times under its stance (see
+    :mod:`stance_magic.compare`). Times are seconds, steady state (the runs
+    that compiled left out); peaks are bytes, with ``-m`` only."""
+
+    #: median of the eager runs, and of the compiled runs after the last that compiled
+    eager_s: float
+    compiled_s: float
+    #: eager_s / compiled_s (None when the compiled median is 0)
+    speedup: float | None = None
+    #: compiled runs after which compiling has paid for itself (None: never)
+    break_even_calls: int | None = None
+    #: every run's seconds: ``{"eager": [...], "compiled": [...]}``
+    runs: dict[str, list[float]] = field(default_factory=dict)
+    #: with -m: peak bytes of an eager run, of the first compiled run (the one
+    #: that compiles) and of a compiled run in steady state
+    eager_peak_bytes: int | None = None
+    compiled_first_peak_bytes: int | None = None
+    compiled_steady_peak_bytes: int | None = None
+
+
+@dataclass
 class CellReport:
     """What torch.compile did and cost in one measured cell.
 
@@ -309,9 +332,10 @@ class CellReport:
     graphs: int = 0
     #: compile records with torch's fail_type set
     failed_compiles: int = 0
-    recompiles: list[str] = field(default_factory=list)
+    #: each recompile (its reason, guard failures, where); ``recompiles`` lists the reasons
     recompile_details: list[Recompile] = field(default_factory=list)
-    graph_breaks: list[str] = field(default_factory=list)
+    #: graph breaks grouped by place and reason, each with its count; see
+    #: ``graph_breaks`` (one line per break) and ``graph_break_count``
     graph_break_details: list[GraphBreak] = field(default_factory=list)
     #: calls into torch.compile'd functions and modules (under any stance)
     compiled_calls: int = 0
@@ -360,17 +384,8 @@ class CellReport:
     memory_on: bool = False
     error: str | None = None
     frames: list[FrameCompile] = field(default_factory=list)
-    # Filled in by --compare (see stance_magic.compare)
-    eager_s: float | None = None
-    compiled_s: float | None = None
-    #: --compare with -m: peak bytes of an eager run, of the first compiled
-    #: run (the one that compiles) and of a compiled run in steady state
-    eager_peak_bytes: int | None = None
-    compiled_first_peak_bytes: int | None = None
-    compiled_steady_peak_bytes: int | None = None
-    speedup: float | None = None
-    break_even_calls: int | None = None
-    runs: dict[str, list[float]] = field(default_factory=dict)
+    #: --compare's figures (None for a cell measured once; see :class:`Comparison`)
+    compare: Comparison | None = None
     notes: list[str] = field(default_factory=list)
     #: rank 0 of a block gathered across ranks (``measure(gather=True)``,
     #: ``%%stance --ranks``): the combined view, a :class:`stance_magic.ranks.RankReport`
@@ -444,9 +459,29 @@ class CellReport:
     def compiled_anything(self) -> bool:
         return bool(self.compiles or self.backward_compiles)
 
+    @property
+    def recompiles(self) -> list[str]:
+        """Each recompile's reason, in order (from :attr:`recompile_details`)."""
+        return [r.reason for r in self.recompile_details]
+
+    @property
+    def graph_breaks(self) -> list[str]:
+        """One summary per graph break torch logged, in order (from
+        :attr:`graph_break_details`, whose entries count repeats)."""
+        return [g.summary for g in self.graph_break_details for _ in range(g.count)]
+
+    @property
+    def graph_break_count(self) -> int:
+        """Graph breaks torch logged in the cell, repeats included."""
+        return sum(g.count for g in self.graph_break_details)
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (JSON-ready) for export."""
-        return asdict(self)
+        """Plain data (JSON-ready) for export: every field, and the derived
+        ``recompiles`` and ``graph_breaks`` lists."""
+        data = asdict(self)
+        data["recompiles"] = self.recompiles
+        data["graph_breaks"] = self.graph_breaks
+        return data
 
     def summary_row(self) -> dict[str, Any]:
         """One flat row for the history table and CSV export."""
@@ -466,7 +501,7 @@ class CellReport:
             "graphs": self.graphs,
             "failed_compiles": self.failed_compiles,
             "recompiles": len(self.recompiles),
-            "graph_breaks": sum(g.count for g in self.graph_break_details),
+            "graph_breaks": self.graph_break_count,
             "peak_bytes": self.peak_bytes,
             "end_bytes": self.end_bytes,
             "memory_device": self.memory[0].device if self.memory else "",
@@ -485,13 +520,7 @@ class CellReport:
             "budget": self.budget_text,
             "eager_first_calls": self.eager_first_calls,
             "refused_recompiles": self.refused_recompiles,
-            "eager_s": self.eager_s,
-            "compiled_s": self.compiled_s,
-            "eager_peak_bytes": self.eager_peak_bytes,
-            "compiled_first_peak_bytes": self.compiled_first_peak_bytes,
-            "compiled_steady_peak_bytes": self.compiled_steady_peak_bytes,
-            "speedup": self.speedup,
-            "break_even_calls": self.break_even_calls,
+            **_compare_row(self.compare),
             "error": self.error or "",
             "fx_cache_hits": self.fx_cache_hits,
             "fx_cache_misses": self.fx_cache_misses,
@@ -532,6 +561,23 @@ class CellReport:
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
+
+
+_COMPARE_KEYS = (
+    "eager_s",
+    "compiled_s",
+    "eager_peak_bytes",
+    "compiled_first_peak_bytes",
+    "compiled_steady_peak_bytes",
+    "speedup",
+    "break_even_calls",
+)
+
+
+def _compare_row(c: Comparison | None) -> dict[str, Any]:
+    """--compare's columns of a summary row (None in each without --compare):
+    the same flat keys as before the figures were nested, for CSV readers."""
+    return {k: getattr(c, k) if c is not None else None for k in _COMPARE_KEYS}
 
 
 def split_recompile_reason(text: str) -> tuple[str, str]:
@@ -693,9 +739,7 @@ def build_report(
                     stack=[frame_text(*fr) for fr in stack],
                 )
             )
-    rep.recompiles = [r.reason for r in rep.recompile_details]
     rep.graph_break_details = _break_costs(_group_breaks(window.graph_breaks), frames)
-    rep.graph_breaks = [g.summary for g in rep.graph_break_details for _ in range(g.count)]
     if window.break_source == "counters":
         rep.notes.append(
             "graph breaks counted from torch's counters (this torch has no graph_breaks "

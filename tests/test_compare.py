@@ -12,7 +12,7 @@ import stance_magic
 from stance_magic import probe
 from stance_magic.advice import advise
 from stance_magic.compare import Steady, break_even
-from stance_magic.report import CellReport, GraphBreak
+from stance_magic.report import CellReport, Comparison, GraphBreak, Recompile
 
 from conftest import run, text_outputs
 
@@ -51,19 +51,21 @@ def test_compare_repeat_numbers_against_independent_timing(sh):
     assert len(sh.user_ns["calls"]) == 10  # side effects repeat: 5 eager + 5 compiled
     assert any("side effects repeat" in t for t in text_outputs(cap))
     rep = stance_magic.history()[-1]
-    eager, comp = rep.runs["eager"], rep.runs["compiled"]
+    eager, comp = rep.compare.runs["eager"], rep.compare.runs["compiled"]
     assert len(eager) == len(comp) == 5
     assert sum(eager) + sum(comp) <= outside
     assert all(t >= 0.01 for t in eager)
     # steady state: first run excluded, median
-    assert rep.eager_s == pytest.approx(
+    assert rep.compare.eager_s == pytest.approx(
         sorted(eager[1:])[1:3][0] / 2 + sorted(eager[1:])[1:3][1] / 2
     )
-    assert rep.compiled_s < 0.005
-    assert rep.speedup == pytest.approx(rep.eager_s / rep.compiled_s)
+    assert rep.compare.compiled_s < 0.005
+    assert rep.compare.speedup == pytest.approx(rep.compare.eager_s / rep.compare.compiled_s)
     assert rep.compiles == 1 and rep.compile_s < comp[0]
-    expected = math.ceil((comp[0] - rep.compiled_s) / (rep.eager_s - rep.compiled_s))
-    assert rep.break_even_calls == max(expected, 1)
+    expected = math.ceil(
+        (comp[0] - rep.compare.compiled_s) / (rep.compare.eager_s - rep.compare.compiled_s)
+    )
+    assert rep.compare.break_even_calls == max(expected, 1)
     text = "\n".join(text_outputs(cap))
     assert "speedup" in text and "break-even" in text
     assert len(images(cap)) == 1
@@ -81,7 +83,7 @@ def test_compare_never_pays_off(sh):
     )
     res, cap = run(sh, "%%stance default --compare --repeat 3 --no-plot\ncs(torch.ones(2))")
     rep = stance_magic.history()[-1]
-    assert rep.compiled_s > rep.eager_s and rep.break_even_calls is None
+    assert rep.compare.compiled_s > rep.compare.eager_s and rep.compare.break_even_calls is None
     text = "\n".join(text_outputs(cap))
     assert "never (compiled is not faster)" in text
     assert "does not pay off" in text
@@ -92,7 +94,7 @@ def test_compare_once_warns_no_steady_state(sh):
     sh.run_cell(SLOW_EAGER)
     res, cap = run(sh, "%%stance default --compare --repeat 1 --no-plot\ncwork(torch.ones(3))")
     rep = stance_magic.history()[-1]
-    assert len(rep.runs["compiled"]) == 1
+    assert len(rep.compare.runs["compiled"]) == 1
     assert any("--repeat" in n for n in rep.notes)
 
 
@@ -170,6 +172,10 @@ def test_recompile_hint_from_a_real_cell(sh):
 
 
 # advice logic: each hint appears with its cause and not without it
+def recompile(reason: str) -> Recompile:
+    return Recompile(reason=reason, where="f (<In [1]>:1)", compile_id="0/1")
+
+
 def rep_(**kw):
     base = dict(stance="default", wall_s=0.01, cache_hits=0)
     base.update(kw)
@@ -177,7 +183,11 @@ def rep_(**kw):
 
 
 def test_hint_for_shape_recompiles():
-    r = rep_(recompiles=["0/0: tensor 'x' size mismatch at index 0. expected 2, actual 3"])
+    r = rep_(
+        recompile_details=[
+            recompile("0/0: tensor 'x' size mismatch at index 0. expected 2, actual 3")
+        ]
+    )
     assert any("eager_then_compile" in h for h in advise(r))
     assert not any("eager_then_compile" in h for h in advise(rep_()))
     r.stance = "eager_then_compile"
@@ -199,15 +209,12 @@ def test_hint_for_guard_share():
 
 
 def test_hint_for_break_even_and_graph_breaks_and_warm():
-    class C:
-        compiled_runs = (1.0, 0.1, 0.1)
-
-    r = rep_(
-        compile_s=0.9, eager_s=0.2, compiled_s=0.1, speedup=2.0, break_even_calls=10, cache_hits=3
-    )
-    assert any("paid back after 10 runs" in h for h in advise(r, compare=C()))
-    r.break_even_calls = 2
-    assert not any("paid back" in h for h in advise(r, compare=C()))
+    runs = {"eager": [0.2] * 3, "compiled": [1.0, 0.1, 0.1]}
+    c = Comparison(eager_s=0.2, compiled_s=0.1, speedup=2.0, break_even_calls=10, runs=runs)
+    r = rep_(compile_s=0.9, cache_hits=3, compare=c)
+    assert any("paid back after 10 runs" in h for h in advise(r))
+    r.compare.break_even_calls = 2
+    assert not any("paid back" in h for h in advise(r))
     g = rep_(graph_break_details=[GraphBreak("print", 2, "print: a builtin")])
     assert any("2 graph breaks" in h and "print" in h for h in advise(g))
     assert not any("graph break" in h for h in advise(rep_()))
@@ -215,7 +222,7 @@ def test_hint_for_break_even_and_graph_breaks_and_warm():
     assert any("fail_on_recompile" in h for h in advise(warm))
     assert not any("fail_on_recompile" in h for h in advise(rep_(cache_hits=5, compiles=1)))
     many = rep_(
-        recompiles=["size mismatch"] * 2,
+        recompile_details=[recompile("size mismatch")] * 2,
         graph_break_details=[GraphBreak("x", 1, "x")],
         wall_s=1e-4,
         guard_s=9e-5,
@@ -228,12 +235,15 @@ def test_compare_eager_then_compile_excludes_the_compiling_run(sh):
     sh.run_cell(SLOW_EAGER)
     run(sh, "%%stance eager_then_compile --compare --repeat 5 --no-plot\ncwork(torch.ones(2))")
     rep = stance_magic.history()[-1]
-    comp = rep.runs["compiled"]
+    comp = rep.compare.runs["compiled"]
     # run 1 eager (sleeps), run 2 compiles; the steady state is runs 3-5
     if rep.compiles > 1 and probe.torch_version() < probe.DELAYED_CALLBACK_LINKED_SINCE:
         pytest.skip("torch 2.8 recompiled under eager_then_compile: no steady state to check")
     assert comp[0] >= 0.01 and rep.compiles == 1
-    assert rep.compiled_s == pytest.approx(sorted(comp[2:])[1])
-    assert rep.compiled_s < 0.005
-    expected = math.ceil((comp[0] + comp[1] - 2 * rep.compiled_s) / (rep.eager_s - rep.compiled_s))
-    assert rep.break_even_calls == max(expected, 2)
+    assert rep.compare.compiled_s == pytest.approx(sorted(comp[2:])[1])
+    assert rep.compare.compiled_s < 0.005
+    expected = math.ceil(
+        (comp[0] + comp[1] - 2 * rep.compare.compiled_s)
+        / (rep.compare.eager_s - rep.compare.compiled_s)
+    )
+    assert rep.compare.break_even_calls == max(expected, 2)

@@ -70,7 +70,7 @@ def test_settings_from_a_config_object_before_load_ext(configured):
     res, cap = run(sh, "%%stance default --compare\ny = f(torch.ones(3))")
     assert res.success
     rep = last(sh)
-    assert len(rep.runs["eager"]) == len(rep.runs["compiled"]) == 2
+    assert len(rep.compare.runs["eager"]) == len(rep.compare.runs["compiled"]) == 2
     assert images(cap) == 0  # plot = False
     assert not any(t.startswith("hint:") for t in text_outputs(cap))  # hints = False
     _, cap = run(sh, RECOMPILES)
@@ -93,7 +93,7 @@ def test_settings_with_config_in_a_cell(shell):
     )
     run(sh, "%config StanceMagics.default_repeat = 3")
     _, cap = run(sh, "%%stance default --compare\ny = f(torch.ones(3))")
-    assert len(last(sh).runs["eager"]) == 3
+    assert len(last(sh).compare.runs["eager"]) == 3
     assert "runs this cell 3× under force_eager" in " ".join(text_outputs(cap))
     assert images(cap) == 1
     run(sh, "%config StanceMagics.plot = False")

@@ -100,9 +100,10 @@ def test_compare_gives_eager_first_and_steady_peaks(sh):
     )
     assert res.success
     rep = last(sh)
-    assert rep.eager_peak_bytes and rep.compiled_first_peak_bytes and rep.compiled_steady_peak_bytes
-    assert rep.compiled_first_peak_bytes < rep.eager_peak_bytes
-    assert rep.compiled_steady_peak_bytes <= rep.eager_peak_bytes
+    c = rep.compare
+    assert c.eager_peak_bytes and c.compiled_first_peak_bytes and c.compiled_steady_peak_bytes
+    assert c.compiled_first_peak_bytes < c.eager_peak_bytes
+    assert c.compiled_steady_peak_bytes <= c.eager_peak_bytes
     text = "\n".join(text_outputs(cap))
     assert "memory peaks" in text and "first compiled run was timed with memory" in text
 

@@ -602,7 +602,7 @@ def test_an_open_panel_shows_compare_and_sweep_reports_complete(ip: Any, make_pa
             assert any(label in o.data.get("text/html", "") for o in cap.outputs), label
             assert f"<th>{label}</th>" in p._report.value, label
             assert f"<th>{label}</th>" in seen[-1], label
-        assert rep.speedup is not None and rep._repr_html_() in p._report.value
+        assert rep.compare.speedup is not None and rep._repr_html_() in p._report.value
         n = len(seen)
         run(ip, "%%stance --sweep default,force_eager -m --no-plot\ny = f(x)")
         assert len(seen) == n + 2

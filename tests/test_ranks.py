@@ -385,7 +385,6 @@ def test_stances_errors_and_memory_only_when_present():
 def test_html_escapes_every_string():
     bad = _rep(stance="<b>x</b>", error="<script>alert(1)</script>")
     bad.recompile_details = [Recompile("<img src=x>", "f (<In>)", "0/1")]
-    bad.recompiles = ["<img src=x>"]
     view = ranks.RankReport(
         world_size=2,
         rows=[ranks.summarize(_rep(), 0, host="a"), ranks.summarize(bad, 1, host="<h>")],
@@ -399,7 +398,6 @@ def test_html_escapes_every_string():
 def test_summary_is_bounded_whatever_the_cell_did():
     rep = _rep(compiles=50, compile_s=3.0)
     rep.recompile_details = [Recompile("x" * 5000, "f", f"0/{i}") for i in range(50)]
-    rep.recompiles = [r.reason for r in rep.recompile_details]
     rep.graph_break_details = [
         GraphBreak(reason="y" * 5000, count=2, summary="y" * 5000, line=i) for i in range(50)
     ]
@@ -417,7 +415,6 @@ def test_many_ranks_fold_and_chart():
     reps = [_rep(compiles=1, compile_s=0.1 + i * 1e-4, wall_s=0.2) for i in range(64)]
     reps[37] = _rep(compiles=2, compile_s=0.5, wall_s=0.6)
     reps[37].recompile_details = [Recompile("size mismatch", "f", "0/1")]
-    reps[37].recompiles = ["size mismatch"]
     view = _view(reps)
     text = str(view)
     assert "recompile counts differ: 0 on ranks 0-36, 38-63; 1 on rank 37" in text

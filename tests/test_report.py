@@ -450,3 +450,58 @@ def test_export_keeps_permissions_and_names_the_path(sh, tmp_path):
     res, _ = run(sh, f"%stance history --json {tmp_path}/nodir/x.json")
     msg = str(res.error_in_exec)
     assert "nodir/x.json" in msg and ".x.json." not in msg
+
+
+# the CSV's columns, in order, as they were before --compare's figures were
+# nested and the derived counts became properties (issue 17, item 3)
+SUMMARY_KEYS_BEFORE_NESTING = (
+    "cell execution_count label stance stance_label skip_guard_eval_unsafe backend wall_s "
+    "compile_s dynamo_s aot_autograd_s backend_s codegen_s other_s compiles "
+    "backward_compiles graphs failed_compiles recompiles graph_breaks peak_bytes end_bytes "
+    "memory_device compiled_calls cache_hits cache_misses guard_count guard_s "
+    "guard_lower_bound guard_lookups_timed guard_lookups_untimed guard_lookups_sampled "
+    "eager_fallbacks limit_eager_calls recompile_limit_hits budget eager_first_calls "
+    "refused_recompiles eager_s compiled_s eager_peak_bytes compiled_first_peak_bytes "
+    "compiled_steady_peak_bytes speedup break_even_calls error fx_cache_hits "
+    "fx_cache_misses fx_cache_bypasses aot_cache_hits aot_cache_misses aot_cache_bypasses "
+    "cache_state cache_loaded_s cache_generated_s cache_saved_s cache_loaded_from "
+    "cache_verdict"
+).split()
+
+
+def test_compare_figures_nested_and_derived_counts_properties(sh):
+    """One --compare cell: its figures in ``rep.compare`` only, the CSV row's
+    keys as before, the counts derived from the details (nothing to keep in
+    sync), and the JSON with ``compare`` an object."""
+    import dataclasses
+
+    from stance_magic.report import CellReport, Comparison, GraphBreak, Recompile
+
+    names = {f.name for f in dataclasses.fields(CellReport)}
+    for derived in ("recompiles", "graph_breaks", "eager_s", "speedup", "runs"):
+        assert derived not in names, derived
+    assert sh.run_cell("f = torch.compile(lambda x: x + 1, backend='eager')").success
+    res, _ = run(
+        sh,
+        "%%stance default --compare --repeat 3 --no-plot\nfor n in (2, 3):\n    f(torch.ones(n))",
+    )
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    assert isinstance(rep.compare, Comparison) and len(rep.compare.runs["compiled"]) == 3
+    row = rep.summary_row()
+    keys = list(row)
+    assert keys == SUMMARY_KEYS_BEFORE_NESTING
+    assert row["speedup"] == rep.compare.speedup and row["eager_s"] == rep.compare.eager_s
+    assert row["recompiles"] == len(rep.recompiles) == len(rep.recompile_details) == 1
+    data = json.loads(json.dumps(rep.to_dict(), default=str))
+    assert data["compare"]["break_even_calls"] == rep.compare.break_even_calls
+    assert data["recompiles"] == [r.reason for r in rep.recompile_details]
+    # a report measured once: no comparison, the same columns (empty)
+    once = CellReport(
+        recompile_details=[Recompile("n == 2", "f", "0/1")],
+        graph_break_details=[GraphBreak("print", 3, "print: a builtin")],
+    )
+    assert once.compare is None and once.summary_row()["speedup"] is None
+    assert once.recompiles == ["n == 2"] and once.graph_break_count == 3
+    assert once.graph_breaks == ["print: a builtin"] * 3
+    assert once.summary_row()["graph_breaks"] == 3 and once.summary_row()["recompiles"] == 1

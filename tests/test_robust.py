@@ -339,7 +339,7 @@ def test_compare_defaults_to_a_steady_state_and_flags_a_wide_spread(shell):
     res, _ = run(shell, "%%stance default --compare --no-plot -q\ncj(torch.ones(2))")
     assert res.success, res.error_in_exec
     rep = stance_magic.get_engine().history[-1]
-    assert len(rep.runs["eager"]) == len(rep.runs["compiled"]) == 5
+    assert len(rep.compare.runs["eager"]) == len(rep.compare.runs["compiled"]) == 5
     assert any("eager: spread too wide" in n for n in rep.notes), rep.notes
 
 
@@ -352,12 +352,14 @@ def test_a_wide_spread_over_few_runs_is_flagged():
 
 
 def test_break_even_of_one_run_is_singular():
-    from stance_magic.report import CellReport
+    from stance_magic.report import CellReport, Comparison
 
-    rep = CellReport(eager_s=2.0, compiled_s=1.0, speedup=2.0, break_even_calls=1)
+    rep = CellReport(
+        compare=Comparison(eager_s=2.0, compiled_s=1.0, speedup=2.0, break_even_calls=1)
+    )
     text = str(rep)
     assert "break-even           1 run" in text and "1 runs" not in text
-    rep.break_even_calls = 3
+    rep.compare.break_even_calls = 3
     assert "3 runs" in str(rep)
 
 
