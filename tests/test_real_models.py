@@ -336,27 +336,37 @@ def test_nested_lookups_timed_from_their_call_against_the_profiler(sh):
     assert res.success, res.error_in_exec
     first = last(sh)
     assert first.guard_lookups_untimed > 0 and first.guard_bound
-    res, _ = run(sh, f"%%stance default -q\n{gen}")
-    assert res.success, res.error_in_exec
-    rep = last(sh)
-    assert rep.compiles == 0 and rep.cache_misses == 0
-    assert "(resume functions after graph breaks, frames compiled on their own) timed" in (
-        rep.guard_method
-    )
-    if probe.monitoring.EX_CALLS_SEEN:
-        assert rep.guard_lookups_untimed == 0 and rep.guard_bound is None
-    else:
-        # 3.12: no event for torch's forward_call(*args, **kwargs): those stay untimed
-        assert 0 < rep.guard_lookups_untimed < rep.guard_lookups_timed + rep.guard_lookups_untimed
-        assert "on Python 3.12 those made by a call with *args/**kwargs" in rep.guard_bound
-    with lookup_events() as events:
+    ours, prof = [], []
+    for _ in range(3):
+        # unmeasured first: the run after a compile, or after the profiler's
+        # teardown, is the slowest (1.5-1.9x here on torch 2.15 / Python
+        # 3.13, against 1.03-1.28x after a warm-up run)
         assert sh.run_cell(gen).success
-    looked_up = rep.guard_lookups_timed + rep.guard_lookups_untimed
-    assert len(events) == looked_up == rep.cache_hits
-    # per lookup, median against median (one lookup preempted moves neither)
-    ratio = rep.guard_per_call_s / statistics.median(events)
-    detail = (rep.guard_per_call_s, sorted(events), rep.guard_s, sum(events))
-    assert 1 / 1.5 <= ratio <= 1.5, detail
+        res, _ = run(sh, f"%%stance default -q\n{gen}")
+        assert res.success, res.error_in_exec
+        rep = last(sh)
+        assert rep.compiles == 0 and rep.cache_misses == 0
+        assert "(resume functions after graph breaks, frames compiled on their own) timed" in (
+            rep.guard_method
+        )
+        if probe.monitoring.EX_CALLS_SEEN:
+            assert rep.guard_lookups_untimed == 0 and rep.guard_bound is None
+        else:
+            # 3.12: no event for torch's forward_call(*args, **kwargs): those stay untimed
+            assert (
+                0 < rep.guard_lookups_untimed < rep.guard_lookups_timed + rep.guard_lookups_untimed
+            )
+            assert "on Python 3.12 those made by a call with *args/**kwargs" in rep.guard_bound
+        with lookup_events() as events:
+            assert sh.run_cell(gen).success
+        looked_up = rep.guard_lookups_timed + rep.guard_lookups_untimed
+        assert len(events) == looked_up == rep.cache_hits
+        ours.append(rep.guard_per_call_s)
+        prof.append(statistics.median(events))
+    # per lookup, median against median (one lookup preempted moves neither),
+    # over three interleaved rounds (one round moves neither either)
+    ratio = statistics.median(ours) / statistics.median(prof)
+    assert 1 / 1.5 <= ratio <= 1.5, (ours, prof)
 
 
 # --------------------------------------------------------------------------
