@@ -92,7 +92,12 @@ def test_a_miss_among_the_counted_only_calls_is_handled_in_full(sh):
 def test_the_extrapolated_total_agrees_with_timing_every_lookup(sh, monkeypatch):
     """The sampled total against the same loop with every lookup timed (the
     unsampled figure is the one checked against the profiler and the outside
-    clock on real models): within 1.3x."""
+    clock on real models), on the real clock: within 2x. Within 2x and not
+    closer: a lookup here takes either ~2.8 or ~4.8 us, flipping with the
+    process's state (memory layout, the host), and one CI run on torch 2.15 /
+    Python 3.13 had every sampled cell in the slow state and every fully timed
+    one in the fast (1.77x). The extrapolation itself is checked exactly on a
+    clock that ticks once a lookup (the next test)."""
     import stance_magic.probe.recorder as recorder
 
     assert sh.run_cell(SETUP).success
@@ -123,10 +128,38 @@ def test_the_extrapolated_total_agrees_with_timing_every_lookup(sh, monkeypatch)
     ratio = statistics.median(
         s.guard_per_call_s / f.guard_per_call_s for s, f in zip(sampled, full, strict=True)
     )
-    assert 1 / 1.3 <= ratio <= 1.3, detail
+    assert 1 / 2 <= ratio <= 2, detail
     s = min(r.guard_s for r in sampled)
     f = min(r.guard_s for r in full)
-    assert 1 / 1.3 <= s / f <= 1.3, ([r.guard_s for r in sampled], [r.guard_s for r in full])
+    assert 1 / 2 <= s / f <= 2, ([r.guard_s for r in sampled], [r.guard_s for r in full])
+
+
+def test_the_extrapolation_is_exact_on_a_clock_that_ticks_once_a_lookup(sh, monkeypatch):
+    """The recorder's clock replaced by one that advances 1 us each time it is
+    read: every timed lookup is then exactly one tick (the call's start, the
+    guard hook's end; no other read between), so the sampled estimate of n
+    lookups must be n us, as the fully timed figure is, and the median 1 us."""
+    import itertools
+
+    import stance_magic.probe.recorder as recorder
+    from stance_magic.engine import get_engine
+
+    assert sh.run_cell(SETUP).success
+    assert sh.run_cell("small(x)").success  # compiled outside the measured cells
+    ticks = itertools.count()
+    monkeypatch.setattr(get_engine().recorder, "_clock", lambda: next(ticks) * 1e-6)
+    n = 600
+    cell = f"%%stance default -q\nfor _ in range({n}):\n    small(x)"
+    for every in (False, True):
+        if every:
+            monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)
+        res, _ = run(sh, cell)
+        assert res.success, res.error_in_exec
+        rep = last(sh)
+        assert rep.cache_hits == n and (rep.guard_lookups_sampled > 0) is not every
+        assert rep.guard_lookups_timed == (n if every else expected_timed(n))
+        assert rep.guard_s == pytest.approx(n * 1e-6)
+        assert rep.guard_per_call_s == pytest.approx(1e-6)
 
 
 def test_the_estimate_is_stratified_first_lookups_and_spot_checks():
