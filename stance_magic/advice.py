@@ -111,9 +111,9 @@ def advise(rep: Any) -> list[str]:
             f"help; keep the input's {what} fixed if this recurs"
         )
     c = getattr(rep, "compare", None)
+    compiled_runs = len(c.runs.get("compiled", ())) if c is not None else 0
     if c is not None and rep.guard_per_call_s and c.compiled_s:
-        runs = max(len(c.runs.get("compiled", ())), 1)
-        lookups_per_run = (rep.cache_hits + rep.cache_misses) / runs
+        lookups_per_run = (rep.cache_hits + rep.cache_misses) / max(compiled_runs, 1)
         guard_run = rep.guard_per_call_s * lookups_per_run
         share = guard_run / c.compiled_s
         if share >= GUARD_SHARE and not rep.recompiles and not rep.skip_guard_eval_unsafe:
@@ -140,17 +140,16 @@ def advise(rep: Any) -> list[str]:
             "wrong results"
         )
     if c is not None:
-        runs = len(c.runs.get("compiled", ()))
         if c.break_even_calls is None:
             hints.append(
                 f"compiled ({fmt_s(c.compiled_s)}) is not faster than eager "
                 f"({fmt_s(c.eager_s)}) here: compiling this cell does not pay off"
             )
-        elif c.break_even_calls > runs:
+        elif c.break_even_calls > compiled_runs:
             hints.append(
                 f"compile time ({fmt_s(rep.compile_s)}) is paid back after "
                 f"{c.break_even_calls} runs at a {c.speedup:.2f}× speedup; "
-                f"this cell ran {runs}"
+                f"this cell ran {compiled_runs}"
             )
     if c is not None and c.eager_peak_bytes and c.compiled_first_peak_bytes:
         ratio = c.compiled_first_peak_bytes / c.eager_peak_bytes

@@ -253,9 +253,9 @@ def changed_something(rep: Any, previous: Any = None) -> bool:
     if (
         rep.compiles
         or rep.backward_compiles
-        or rep.recompiles
+        or rep.recompile_details
         or rep.cache_misses
-        or rep.graph_breaks
+        or rep.graph_break_details
         or rep.eager_fallbacks
         or rep.refused_recompiles
         or rep.eager_first_calls

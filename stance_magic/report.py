@@ -500,7 +500,7 @@ class CellReport:
             "backward_compiles": self.backward_compiles,
             "graphs": self.graphs,
             "failed_compiles": self.failed_compiles,
-            "recompiles": len(self.recompiles),
+            "recompiles": len(self.recompile_details),
             "graph_breaks": self.graph_break_count,
             "peak_bytes": self.peak_bytes,
             "end_bytes": self.end_bytes,
