@@ -282,7 +282,7 @@ def test_bundle_lists_what_a_bug_report_needs_and_nothing_else(sh, tmp_path, mon
     monkeypatch.setenv("STANCE_MAGIC_TEST_SECRET", secret)
     home = os.path.expanduser("~")
     assert sh.run_cell(BEFORE).success
-    sh.run_cell("x = torch.full((4,), 31337.25)\ntorch._dynamo.config.recompile_limit = 5")
+    sh.run_cell("x = torch.full((4,), -31337.25)\ntorch._dynamo.config.recompile_limit = 5")
     sh.run_cell(
         "def step(x, n):\n    return x * n + 1\ncstep = torch.compile(step, backend='eager')"
     )
@@ -328,9 +328,10 @@ def test_bundle_lists_what_a_bug_report_needs_and_nothing_else(sh, tmp_path, mon
     # nothing it must not hold: no environment variable, no tensor, no long path
     everything = "\n".join(texts.values())
     assert secret not in everything and "STANCE_MAGIC_TEST_SECRET" not in everything
-    # the tensor's value as torch or Python would print it; the bare digits are no test:
-    # the trace's ~160 microsecond timestamps and hashes hold any five digits ~5 % of runs
-    assert "31337.25" not in everything and "3.1337e+04" not in everything
+    # the tensor's value as torch or Python would print it, negative so no timestamp
+    # holds it; bare digits are no test: the trace's ~160 microsecond timestamps
+    # (1796320055834695) and hex hashes hold a given five digits now and then
+    assert "-31337.25" not in everything and "-3.1337e+04" not in everything
     import stance_magic
 
     roots = {home, sys.prefix, str(tmp_path), os.getcwd(), str(Path(torch.__file__).parent)}
