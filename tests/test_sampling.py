@@ -5,6 +5,7 @@ per function; a miss among the counted-only calls is handled in full."""
 
 from __future__ import annotations
 
+import re
 import statistics
 
 import pytest
@@ -188,3 +189,121 @@ def test_the_estimate_is_stratified_first_lookups_and_spot_checks():
     v.samples = [1e-6, 2e-6, 3e-6]
     assert _lookup_estimate(v)[0] == pytest.approx(6e-6)
     assert _weighted_median(_lookup_estimate(v)[1]) == pytest.approx(2e-6)
+
+
+#: A cell past the first lookups of several functions, through every way a
+#: counted-only call can end: a stance set inside the cell (force_eager: no
+#: lookup; eager_on_recompile: a miss run eagerly), a recompile, a graph break
+#: appearing after a recompile (lookups nested below the call), a function
+#: that breaks from its first call, a torch._dynamo.reset() (a cold compile
+#: with no lookup before it) and a call from another thread.
+TRANSITIONS = """
+%%stance default -q
+import threading
+from torch._dynamo.testing import CompileCounterWithBackend
+cnt = CompileCounterWithBackend('eager')
+N = {n}
+f = torch.compile(lambda x: (x + 1) * 2, backend=cnt)
+for _ in range(N):
+    f(x)
+with torch.compiler.set_stance('force_eager'):
+    for _ in range(5):
+        f(x)
+for _ in range(N):
+    f(x)
+with torch.compiler.set_stance('eager_on_recompile'):
+    for _ in range(3):
+        f(torch.ones(7))
+for _ in range(20):
+    f(x)
+f(torch.ones(2, 2))
+def g_fn(x, n):
+    y = x + n
+    if n > 0:
+        torch._dynamo.graph_break()
+    return y * 2
+g = torch.compile(g_fn, backend=cnt)
+for _ in range(N):
+    g(x, 0)
+for _ in range(N):
+    g(x, 1)
+def b_fn(x):
+    y = x + 1
+    torch._dynamo.graph_break()
+    return y * 2
+b = torch.compile(b_fn, backend=cnt)
+for _ in range(N):
+    b(x)
+h = torch.compile(lambda x: x - 1, backend=cnt)
+for _ in range(N):
+    h(x)
+t = threading.Thread(target=lambda: [h(x) for _ in range(50)])
+t.start()
+for _ in range(N):
+    h(x)
+t.join()
+torch._dynamo.reset()
+for _ in range(N):
+    h(x)
+""".strip()
+
+
+def _counts(rep) -> dict:
+    """The report's figures but timings, frame ids and cell numbers."""
+
+    def target(t):
+        where = re.sub(r"In \[\d+\]", "In []", t.where)
+        return (t.name, where, t.timed + t.sampled, t.untimed, t.misses, t.eager_calls)
+
+    targets = sorted(target(t) for t in rep.guard_targets)
+    return {
+        "compiles": rep.compiles,
+        "graphs": rep.graphs,
+        "hits": rep.cache_hits,
+        "misses": rep.cache_misses,
+        "calls": rep.compiled_calls,
+        "eager_fallbacks": rep.eager_fallbacks,
+        "eager_calls": rep.eager_calls,
+        "refused": rep.refused_recompiles,
+        "breaks": rep.graph_break_count,
+        "recompiles": [re.sub(r"^\d+/\d+: ", "", str(r)) for r in rep.recompiles],
+        "looked_up": rep.guard_lookups_timed + rep.guard_lookups_sampled,
+        "untimed": rep.guard_lookups_untimed,
+        "targets": targets,
+    }
+
+
+@pytest.mark.parametrize("extra", [0, 5])
+def test_counted_only_calls_report_what_timing_every_call_reports(sh, monkeypatch, extra):
+    """Every figure but the timings of a cell whose functions run past their
+    first lookups (so most of their hits are only counted) is the one the
+    recorder gives when it times and attributes every call, whatever ends a
+    run of counted-only calls (a stance set inside the cell, a miss, a graph
+    break, a reset, another thread); the compiles are torch's own count. Two
+    loop lengths, so each transition comes once on a counted-only call and
+    once on a spot check (1 in SAMPLE_EVERY)."""
+    import stance_magic.probe.recorder as recorder
+
+    assert sh.run_cell(SETUP).success
+    n = probe.SAMPLE_FIRST + 3 * probe.SAMPLE_EVERY + extra
+    cell = TRANSITIONS.format(n=n)
+    reports = {}
+    for every in (False, True):
+        if every:
+            monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)
+        res, _ = run(sh, cell)
+        monkeypatch.setattr(recorder, "SAMPLE_FIRST", probe.SAMPLE_FIRST)
+        assert res.success, res.error_in_exec
+        reports[every] = last(sh)
+        assert reports[every].compiles == sh.user_ns["cnt"].frame_count
+    sampled, full = reports[False], reports[True]
+    assert sampled.guard_lookups_sampled > 0 and full.guard_lookups_sampled == 0
+    assert _counts(sampled) == _counts(full)
+    # what each part of the cell did, by the stance in force and torch's records
+    assert sampled.eager_calls == {"force_eager": 5} and sampled.eager_fallbacks == 3
+    assert sampled.graph_break_count > 0 and sampled.guard_lookups_untimed > 0
+    # the other thread's 50 calls are not this cell's: h's lookups are three
+    # loops' but its two cold compiles (before and after the reset)
+    h_line = TRANSITIONS.splitlines().index("h = torch.compile(lambda x: x - 1, backend=cnt)")
+    (h,) = [t for t in sampled.guard_targets if t.where.endswith(f", line {h_line}")]
+    assert (h.timed + h.sampled, h.misses, h.untimed) == (3 * n - 2, 0, 0)
