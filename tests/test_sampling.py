@@ -35,6 +35,19 @@ def expected_timed(n: int) -> int:
     return first + (n - first) // probe.SAMPLE_EVERY
 
 
+def measure(sh, monkeypatch, cell: str, every: bool):
+    """Run a measured cell, with every lookup timed (no sampling) if ``every``;
+    its report."""
+    import stance_magic.probe.recorder as recorder
+
+    if every:
+        monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)
+    res, _ = run(sh, cell)
+    monkeypatch.setattr(recorder, "SAMPLE_FIRST", probe.SAMPLE_FIRST)
+    assert res.success, res.error_in_exec
+    return last(sh)
+
+
 def test_every_lookup_counted_and_a_bounded_sample_timed(sh):
     assert sh.run_cell(SETUP).success
     n, m = 300, 20
@@ -99,25 +112,14 @@ def test_the_extrapolated_total_agrees_with_timing_every_lookup(sh, monkeypatch)
     Python 3.13 had every sampled cell in the slow state and every fully timed
     one in the fast (1.77x). The extrapolation itself is checked exactly on a
     clock that ticks once a lookup (the next test)."""
-    import stance_magic.probe.recorder as recorder
-
     assert sh.run_cell(SETUP).success
     assert sh.run_cell("small(x)").success  # compiled outside the measured cells
     n = 600
     cell = f"%%stance default -q\nfor _ in range({n}):\n    small(x)"
-
-    def measure(every: bool):
-        if every:
-            monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)
-        res, _ = run(sh, cell)
-        monkeypatch.setattr(recorder, "SAMPLE_FIRST", probe.SAMPLE_FIRST)
-        assert res.success, res.error_in_exec
-        return last(sh)
-
     sampled, full = [], []
     for i in range(5):  # interleaved, in alternating order, so drift hits both alike
         for every in (i % 2 == 1, i % 2 == 0):
-            (full if every else sampled).append(measure(every))
+            (full if every else sampled).append(measure(sh, monkeypatch, cell, every))
     assert all(r.guard_lookups_sampled > 0 for r in sampled)
     assert all(r.guard_lookups_sampled == 0 and r.guard_lookups_timed == n for r in full)
     # per lookup: the median of each pair's ratio of medians (a burst of load
@@ -142,7 +144,6 @@ def test_the_extrapolation_is_exact_on_a_clock_that_ticks_once_a_lookup(sh, monk
     lookups must be n us, as the fully timed figure is, and the median 1 us."""
     import itertools
 
-    import stance_magic.probe.recorder as recorder
     from stance_magic.engine import get_engine
 
     assert sh.run_cell(SETUP).success
@@ -152,11 +153,7 @@ def test_the_extrapolation_is_exact_on_a_clock_that_ticks_once_a_lookup(sh, monk
     n = 600
     cell = f"%%stance default -q\nfor _ in range({n}):\n    small(x)"
     for every in (False, True):
-        if every:
-            monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)
-        res, _ = run(sh, cell)
-        assert res.success, res.error_in_exec
-        rep = last(sh)
+        rep = measure(sh, monkeypatch, cell, every)
         assert rep.cache_hits == n and (rep.guard_lookups_sampled > 0) is not every
         assert rep.guard_lookups_timed == (n if every else expected_timed(n))
         assert rep.guard_s == pytest.approx(n * 1e-6)
@@ -282,19 +279,12 @@ def test_counted_only_calls_report_what_timing_every_call_reports(sh, monkeypatc
     break, a reset, another thread); the compiles are torch's own count. Two
     loop lengths, so each transition comes once on a counted-only call and
     once on a spot check (1 in SAMPLE_EVERY)."""
-    import stance_magic.probe.recorder as recorder
-
     assert sh.run_cell(SETUP).success
     n = probe.SAMPLE_FIRST + 3 * probe.SAMPLE_EVERY + extra
     cell = TRANSITIONS.format(n=n)
     reports = {}
     for every in (False, True):
-        if every:
-            monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)
-        res, _ = run(sh, cell)
-        monkeypatch.setattr(recorder, "SAMPLE_FIRST", probe.SAMPLE_FIRST)
-        assert res.success, res.error_in_exec
-        reports[every] = last(sh)
+        reports[every] = measure(sh, monkeypatch, cell, every)
         assert reports[every].compiles == sh.user_ns["cnt"].frame_count
     sampled, full = reports[False], reports[True]
     assert sampled.guard_lookups_sampled > 0 and full.guard_lookups_sampled == 0
