@@ -203,3 +203,17 @@ def test_warm_start_benchmark_quick_run(tmp_path):
         assert fig["first_s"]["median"] > fig["dynamo_s"]["median"] > 0
         assert fig["ratio"]["median"] > 0
     assert tour["saved_bytes"] > 0
+
+
+def test_hook_floor_benchmark_quick_run(tmp_path):
+    """bench_hooks.py --quick: every variant runs, and each that counts made
+    one count per call and hit (timings not asserted)."""
+    text, res = _quick("bench_hooks.py", tmp_path)
+    assert "issue 17's target for the measured loop" in text
+    v = res["variants"]
+    assert list(v) == ["bare", "pass-through", "counting", "counting + checks", "stance_magic"]
+    for name in ("counting", "counting + checks"):
+        assert v[name]["counts"] == {"calls": res["calls"], "hits": res["calls"]}, v[name]
+    ours = v["stance_magic"]["counts"]
+    assert ours["hits"] >= res["calls"] and ours["counted only"] > 0 and ours["timed"] > 0
+    assert all(x["per_call_s"] > 0 and x["ratio"] > 0 for x in v.values())

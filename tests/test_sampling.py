@@ -11,6 +11,7 @@ import statistics
 import pytest
 
 from stance_magic import probe
+from stance_magic.probe.recorder import _Activation
 
 from conftest import last, run
 
@@ -297,3 +298,78 @@ def test_counted_only_calls_report_what_timing_every_call_reports(sh, monkeypatc
     h_line = TRANSITIONS.splitlines().index("h = torch.compile(lambda x: x - 1, backend=cnt)")
     (h,) = [t for t in sampled.guard_targets if t.where.endswith(f", line {h_line}")]
     assert (h.timed + h.sampled, h.misses, h.untimed) == (3 * n - 2, 0, 0)
+
+
+#: Two functions called in turn in one loop (their compile_wrapper frames
+#: take each other's addresses), one breaking its graph on every call (each
+#: call a nested lookup, attributed by that frame), and now and then both
+#: under force_eager (calls that end without a lookup, in the middle of runs
+#: of counted-only calls).
+INTERLEAVED = """
+%%stance default -q
+from torch._dynamo.testing import CompileCounterWithBackend
+cnt = CompileCounterWithBackend('eager')
+def f_fn(x):
+    return (x - 1) * 3
+f = torch.compile(f_fn, backend=cnt)
+def b_fn(x):
+    y = x + 1
+    torch._dynamo.graph_break()
+    return y * 2
+b = torch.compile(b_fn, backend=cnt)
+for i in range({n}):
+    f(x)
+    b(x)
+    if i % 7 == 3:
+        with torch.compiler.set_stance('force_eager'):
+            f(x)
+            b(x)
+""".strip()
+
+
+def test_functions_called_in_turn_keep_their_own_counted_only_lookups(sh, monkeypatch):
+    """Calls of two functions taking turns in one loop, with force_eager calls
+    among them: every lookup is counted for the function that made it (the
+    nested lookups after the graph break go to the function that broke, not
+    to the other, whose frame had the same address a moment before), past
+    the first ones only counted, and equal to the figures with every call
+    timed."""
+    assert sh.run_cell(SETUP).success
+    n = 3 * probe.SAMPLE_FIRST
+    cell = INTERLEAVED.format(n=n)
+    reports = {every: measure(sh, monkeypatch, cell, every) for every in (False, True)}
+    sampled, full = reports[False], reports[True]
+    assert _counts(sampled) == _counts(full)
+    assert sampled.guard_lookups_sampled > n
+    eager = sum(1 for i in range(n) if i % 7 == 3)
+    assert sampled.eager_calls == {"force_eager": 2 * eager}
+    # torch: f compiled once, b twice (b_fn and its resume function), all cold
+    assert sampled.compiles == 3 == sh.user_ns["cnt"].frame_count
+    # a call into an empty cache that compiles is a miss: the three cold compiles
+    assert sampled.cache_misses == 3 and sampled.cache_hits == (n - 1) + 2 * (n - 1)
+    by_name = {t.name: t for t in sampled.guard_targets}
+    f_t, b_t = by_name["f_fn"], by_name["b_fn"]
+    assert f_t.timed + f_t.sampled + f_t.untimed == n - 1
+    assert f_t.untimed == 0 and f_t.eager_calls == b_t.eager_calls == eager
+    # b's own lookups, then the nested ones its graph break makes (counted,
+    # or on 3.12+ timed from their call)
+    assert b_t.timed + b_t.sampled + b_t.untimed == 2 * (n - 1)
+    assert b_t.sampled > 0 and b_t.timed + b_t.untimed >= n - 1
+
+
+def test_an_activation_pinned_at_a_frame_address_unpins_the_one_before():
+    """What a counted-only call relies on to skip a dictionary read: an
+    activation whose ``frame_id`` is a frame's address is the one the
+    recorder has at that address (for the lookups nested under its call);
+    pinning another there unpins it, so its next call pins itself again."""
+    rec = probe.Recorder()
+    a = _Activation(1, 0.0, "default", None, "fa")
+    b = _Activation(2, 0.0, "default", None, "fb")
+    rec._pin(a, 100)
+    assert (a.frame_id, rec._acts[100]) == (100, a)
+    rec._pin(b, 100)  # a's frame is gone, b's call has its address
+    assert (a.frame_id, b.frame_id, rec._acts[100]) == (-1, 100, b)
+    rec._pin(b, 100)  # again: nothing to unpin
+    assert (b.frame_id, rec._acts[100]) == (100, b)
+    rec._pin(a, 200)
+    assert (a.frame_id, rec._acts[200], rec._acts[100]) == (200, a, b)

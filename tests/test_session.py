@@ -14,7 +14,10 @@ from conftest import run
 
 
 def _ours(fn) -> bool:
-    return isinstance(getattr(fn, "__self__", None), probe.Recorder)
+    """A recorder's bound method, or one of its per-call hooks (closures that
+    name their recorder)."""
+    owner = getattr(fn, "__self__", None) or getattr(fn, "_stance_magic_recorder", None)
+    return isinstance(owner, probe.Recorder)
 
 
 def _our_hooks_in_torch() -> dict[str, bool]:

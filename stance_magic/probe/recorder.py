@@ -201,6 +201,8 @@ class _Mark:
     closed: bool = False
     #: what torch's records name this window by (recompile_user_contexts)
     context: Any = None
+    #: each counted-only function's hits so far (see _Sampling.hits)
+    sampled: dict[Any, int] = field(default_factory=dict)
 
 
 #: Lookups of one torch.compile'd function (since the outermost window
@@ -216,14 +218,21 @@ class _Sampling:
     """Per torch.compile'd function: its timed lookups, then the activation
     reused (no allocation) by its calls that are only counted."""
 
-    __slots__ = ("act", "calls", "event", "timed")
+    __slots__ = ("act", "calls", "hits", "key", "ref", "timed")
 
     def __init__(self) -> None:
         self.timed = 0
         self.calls = 0
         self.act: _Activation | None = None
-        #: the window event of a counted-only hit (one tuple, appended again)
-        self.event: tuple[str, Any, float, float] | None = None
+        #: the function its lookups are attributed to, once counted-only
+        #: (None before: every lookup is timed)
+        self.key: Any = None
+        #: counted-only hits since the outermost window opened (a window
+        #: reads the difference from its start: see _Mark.sampled)
+        self.hits = 0
+        #: a weak reference to torch.compile's callback, once counted-only
+        #: (what a counted-only call runs under the default stance)
+        self.ref: Any = None
 
 
 class _Activation:
@@ -232,7 +241,7 @@ class _Activation:
     __slots__ = (
         "callback",
         "consumed",
-        "event",
+        "counted",
         "frame_id",
         "key",
         "sampled",
@@ -252,9 +261,9 @@ class _Activation:
         self.key = key
         self.target: Any = None
         self.consumed = False
-        #: only counted: its hit appends ``event`` (see _Sampling)
+        #: only counted: its hit adds one to ``counted.hits`` (see _Sampling)
         self.sampled = False
-        self.event: Any = None
+        self.counted: _Sampling | None = None
 
 
 class Recorder:
@@ -284,7 +293,63 @@ class Recorder:
 
     Windows nest and may close in any order; each sees what happened in its
     own thread between its start and stop.
+
+    The two per-call hooks are closures (see :meth:`_make_hooks`) and the
+    recorder's fields slots: after a function's first :data:`SAMPLE_FIRST`
+    lookups its calls are counted through one reused activation, with the
+    checks that keep the counts exact (the compile_wrapper frame, the
+    thread, the stance), which is as little as a Python hook can do with
+    them (``benchmarks/bench_hooks.py`` measures the floor).
     """
+
+    __slots__ = (
+        "__weakref__",
+        "_act",
+        "_acts",
+        "_aot_seen",
+        "_breaks",
+        "_calls",
+        "_clock",
+        "_code_limits",
+        "_codes",
+        "_context_hook",
+        "_counted",
+        "_cw_code",
+        "_ef",
+        "_events",
+        "_fns",
+        "_generation",
+        "_get_ident",
+        "_handler",
+        "_hits",
+        "_hook_fns",
+        "_hooks_on",
+        "_info",
+        "_limits",
+        "_log_on",
+        "_log_state",
+        "_marks",
+        "_miss_list",
+        "_misses",
+        "_module_by_id",
+        "_orig_cfs",
+        "_orig_chromium",
+        "_orig_exceeds",
+        "_orig_reasons",
+        "_orig_user_compiler",
+        "_pending",
+        "_pending_code",
+        "_prev_guard_hook",
+        "_prev_testing_hook",
+        "_records",
+        "_reset_hits",
+        "_resume",
+        "_sampling",
+        "_sentinel",
+        "_shapes",
+        "_threads",
+        "_wrappers",
+    )
 
     def __init__(self) -> None:
         self._marks: list[_Mark] = []
@@ -321,6 +386,8 @@ class Recorder:
         self._orig_user_compiler: Any = None
         #: id(torch function) -> its wrapper (see _wrapper)
         self._wrappers: dict[int, Any] = {}
+        #: the two per-call hooks while installed (see _make_hooks)
+        self._hook_fns: tuple[Any, Any] | None = None
         self._clear_running()
 
     def _clear_running(self) -> None:
@@ -346,6 +413,8 @@ class Recorder:
         self._acts: dict[int, _Activation] = {}
         #: torch.compile's callback -> its lookups' sampling (see SAMPLE_FIRST)
         self._sampling: dict[Any, _Sampling] = {}
+        #: of those, the ones past their first SAMPLE_FIRST lookups
+        self._counted: dict[Any, _Sampling] = {}
         #: the shapes of the graph the backend is compiling, until its record
         self._shapes: GraphShapes | None = None
         #: the per-call recompile_limit= (torch.compile(fn, recompile_limit=N))
@@ -363,11 +432,12 @@ class Recorder:
         self._ef = t.ef
         if self._cw_code is None:
             self._cw_code = _compile_wrapper_code(t.ef)
-        self._prev_guard_hook = t.c_eval_frame.set_guard_complete_hook(self._guard_hook)
+        self._orig_cfs = t.ef._callback_from_stance
+        cfs, guard_hook = self._hook_fns = self._make_hooks()
+        self._prev_guard_hook = t.c_eval_frame.set_guard_complete_hook(guard_hook)
         self._prev_testing_hook = getattr(t.guards, "guard_manager_testing_hook_fn", None)
         t.guards.guard_manager_testing_hook_fn = self._testing_hook
-        self._orig_cfs = t.ef._callback_from_stance
-        t.ef._callback_from_stance = self._callback_from_stance
+        t.ef._callback_from_stance = cfs
         self._orig_chromium = getattr(t.utils, "add_compilation_metrics_to_chromium", None)
         if self._orig_chromium is not None:
             t.utils.add_compilation_metrics_to_chromium = self._on_record
@@ -406,13 +476,15 @@ class Recorder:
         if not self._hooks_on:
             return
         t = _torch_hooks()
+        cfs, guard_hook = self._hook_fns or (None, None)
+        self._hook_fns = None
         now = t.c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
-        if now is not None and now != self._guard_hook:
+        if now is not None and now is not guard_hook:
             # someone hooked in after us: leave theirs (ours passes through)
             t.c_eval_frame.set_guard_complete_hook(now)
         if t.guards.guard_manager_testing_hook_fn == self._testing_hook:
             t.guards.guard_manager_testing_hook_fn = self._prev_testing_hook
-        if t.ef._callback_from_stance == self._callback_from_stance:
+        if t.ef._callback_from_stance is cfs:
             t.ef._callback_from_stance = self._orig_cfs
         if self._orig_chromium is not None and (
             t.utils.add_compilation_metrics_to_chromium == self._on_record
@@ -559,44 +631,123 @@ class Recorder:
         self._uninstall_log_capture()
 
     # -- hooks (hot path: keep them small) ---------------------------------
-    def _callback_from_stance(self, callback: Any) -> Any:
-        result = self._orig_cfs(callback)
-        if callback is None:  # torch._dynamo.disable's wrappers: never a compiled call
+    def _make_hooks(self) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
+        """torch's two per-call hooks: ``_callback_from_stance`` (torch calls
+        it four times a compiled call, three of them with None) and the
+        guard-complete hook (once a lookup).
+
+        Closures over what they read (a closure's cells and a slotted
+        recorder's fields are the cheapest reads Python has), built once a
+        window stack opens: the dictionaries they hold are the ones
+        :meth:`_clear_running` made for it. A counted-only call (see
+        :data:`SAMPLE_FIRST`) is handled here in full; any other goes on to
+        :meth:`_compiled_call` and :meth:`_lookup`.
+        """
+        rec = self
+        orig = self._orig_cfs
+        cw = self._cw_code
+        threads = self._threads
+        get_ident = self._get_ident
+        getframe = sys._getframe
+        counted = self._counted
+        every = SAMPLE_EVERY
+        ef = self._ef
+        compiled_call = self._compiled_call
+        clock = self._clock
+        lookup = self._lookup
+
+        def _callback_from_stance(callback: Any) -> Any:
+            result = orig(callback)
+            if callback is None:  # torch._dynamo.disable's wrappers: never a compiled call
+                return result
+            f = getframe(1)
+            if f.f_code is cw and get_ident() in threads:
+                sampling = counted.get(callback)
+                if sampling is not None:
+                    sampling.calls += 1
+                    act = sampling.act
+                    if act.consumed:
+                        # the activation reused, nothing allocated: only
+                        # counted, or 1 in SAMPLE_EVERY a spot check (timed)
+                        rec._calls += 1
+                        prev = rec._act
+                        if prev is not act and prev is not None and not prev.consumed:
+                            rec._end_activation(prev)
+                        if rec._pending is not None:
+                            rec._settle_miss()
+                        if result is not callback:
+                            act.callback = callback_ref(result)
+                        elif act.callback is not sampling.ref:
+                            act.callback = sampling.ref
+                        if act.frame_id != id(f):
+                            rec._pin(act, id(f))
+                        act.stance = ef._stance.stance
+                        act.consumed = False
+                        rec._act = act
+                        if sampling.calls % every:
+                            act.sampled = True
+                        else:
+                            act.sampled = False
+                            act.t0 = clock()
+                        return result
+                compiled_call(callback, result, f)
             return result
-        f = sys._getframe(1)
-        if f.f_code is self._cw_code and self._get_ident() in self._threads:
-            self._calls += 1
-            prev = self._act
-            if prev is not None and not prev.consumed:
-                self._end_activation(prev)
-            if self._pending is not None:
-                self._settle_miss()
-            stance = self._ef._stance.stance
-            sampling = self._sampling.get(callback)
-            if sampling is not None and sampling.event is not None:
-                sampling.calls += 1
-                act = sampling.act
-                if sampling.calls % SAMPLE_EVERY and act is not None and act.consumed:
-                    # only counted: the activation reused, nothing allocated
-                    if act.callback() is not result:
-                        act.callback = callback_ref(result)
-                    fid = id(f)
-                    if act.frame_id != fid or self._acts.get(fid) is not act:
-                        act.frame_id = fid
-                        self._acts[fid] = act
-                    act.stance = stance
-                    act.consumed = False
-                    act.sampled = True
-                    act.t0 = 0.0  # not timed (a miss is counted as not timed)
-                    self._act = act
-                    return result
-            act = _Activation(id(f), 0.0, stance, result, callback)
-            if stance in _EAGER_STANCES or result in (None, False):
-                act.target = self._fn_of(callback, f)
-            self._act = act
-            self._acts[act.frame_id] = act
-            act.t0 = self._clock()
-        return result
+
+        def _guard_hook(cache_hit: bool) -> bool:
+            act = rec._act
+            if (
+                cache_hit
+                and act is not None
+                and act.sampled
+                and not act.consumed
+                and rec._pending is None
+                and id(getframe(1)) == act.frame_id
+            ):
+                # a counted-only hit of the called function itself
+                act.consumed = True
+                rec._hits += 1
+                act.counted.hits += 1  # type: ignore[union-attr]
+            else:
+                lookup(cache_hit, getframe(1))
+            prev = rec._prev_guard_hook
+            if prev is not None:
+                return prev(cache_hit)
+            return cache_hit
+
+        _callback_from_stance.__wrapped__ = orig  # type: ignore[attr-defined]
+        _callback_from_stance._stance_magic_recorder = self  # type: ignore[attr-defined]
+        _guard_hook._stance_magic_recorder = self  # type: ignore[attr-defined]
+        return _callback_from_stance, _guard_hook
+
+    def _compiled_call(self, callback: Any, result: Any, f: Any) -> None:
+        """A torch.compile call on a measured thread (``f``: its
+        compile_wrapper frame) that is not only counted: it starts an
+        activation whose lookup is timed from now."""
+        self._calls += 1
+        prev = self._act
+        if prev is not None and not prev.consumed:
+            self._end_activation(prev)
+        if self._pending is not None:
+            self._settle_miss()
+        stance = self._ef._stance.stance
+        act = _Activation(id(f), 0.0, stance, result, callback)
+        if stance in _EAGER_STANCES or result in (None, False):
+            act.target = self._fn_of(callback, f)
+        self._act = act
+        self._pin(act, act.frame_id)
+        act.t0 = self._clock()
+
+    def _pin(self, act: _Activation, frame_id: int) -> None:
+        """Name ``act`` the call of the compile_wrapper frame at ``frame_id``
+        (for the lookups nested under it, see _running_call). An activation
+        pinned there before belongs to a frame that is gone (two live frames
+        never share an address): it is unpinned, so a counted-only call
+        checks only its own ``frame_id``."""
+        old = self._acts.get(frame_id)
+        if old is not None and old is not act:
+            old.frame_id = -1
+        act.frame_id = frame_id
+        self._acts[frame_id] = act
 
     def _fn_of(self, callback: Any, frame: Any) -> Any:
         """The function a compile_wrapper frame calls (its local ``fn``), cached
@@ -612,23 +763,13 @@ class Recorder:
         self._act = None
         if not act.consumed:
             self._events.append(("eager", (act.stance, act.target), 0.0, 0.0))
-
-    def _guard_hook(self, cache_hit: bool) -> bool:
-        act = self._act
-        if (
-            cache_hit
-            and act is not None
-            and act.sampled
-            and not act.consumed
-            and self._pending is None
-            and id(sys._getframe(1)) == act.frame_id
-        ):
-            # a counted-only hit of the called function itself (see SAMPLE_FIRST)
+            # ended: a counted-only function's next call may reuse it
             act.consumed = True
-            self._hits += 1
-            self._events.append(act.event)
-            prev = self._prev_guard_hook
-            return prev(cache_hit) if prev is not None else cache_hit
+
+    def _lookup(self, cache_hit: bool, caller: Any) -> None:
+        """A cache lookup that is not a counted-only hit (``caller``: the
+        frame that made it): counted, attributed and, where it has a start,
+        timed."""
         t = self._clock()
         if self._threads and self._get_ident() in self._threads:
             if self._pending is not None:
@@ -637,7 +778,6 @@ class Recorder:
                 self._hits += 1
             else:
                 self._misses += 1
-            caller = sys._getframe(1)
             act = self._act
             owner = None
             if act is not None and not act.consumed:
@@ -656,13 +796,16 @@ class Recorder:
                     if sampling is None:
                         sampling = self._sampling[act.key] = _Sampling()
                     # after the first ones: a spot check, standing for the counted-only
-                    kind = "spot" if sampling.event is not None else "timed"
+                    kind = "spot" if sampling.key is not None else "timed"
                     self._events.append((kind, (key, cache_hit), t - act.t0, t))
                     sampling.timed += 1
-                    if sampling.timed >= SAMPLE_FIRST and sampling.event is None:
-                        sampling.event = ("sampled", (key, True), 0.0, t)
+                    if sampling.timed >= SAMPLE_FIRST and sampling.key is None:
+                        # from now on its calls are only counted, but 1 in SAMPLE_EVERY
+                        sampling.key = key
+                        sampling.ref = callback_ref(act.key)
                         sampling.act = act
-                        act.event = sampling.event
+                        act.counted = sampling
+                        self._counted[act.key] = sampling
             else:
                 # a lookup further down (a resume function after a graph
                 # break, a frame compiled on its own): timed from the call
@@ -684,10 +827,6 @@ class Recorder:
                 self._pending = MissEvent(key, stance)
                 self._pending_code = None
                 self._miss_list.append(self._pending)
-        prev = self._prev_guard_hook
-        if prev is not None:
-            return prev(cache_hit)
-        return cache_hit
 
     def _running_call(self, frame: Any) -> _Activation | None:
         """The innermost torch.compile call whose compile_wrapper frame is on
@@ -981,6 +1120,7 @@ class Recorder:
             generation=self._reset_hits,
             counters=None if self._log_on else _graph_break_counters(),
             context=context,
+            sampled={s: s.hits for s in self._counted.values() if s.hits},
         )
         self._marks.append(mark)
         return mark
@@ -1061,6 +1201,13 @@ class Recorder:
             window.lookup_times.append((at, seconds, bool(hit), kind != "untimed", t.name))
             if not hit:
                 t.misses += 1
+        for sampling in self._counted.values():
+            # counted-only hits: a count per function, not an event each
+            n = sampling.hits - mark.sampled.get(sampling, 0)
+            if n:
+                if sampling.key not in keys:
+                    keys.append(sampling.key)
+                _target(targets, sampling.key).sampled += n
         window.targets = list(targets.values())
         window.resume_timing_off = None if self._resume.on else self._resume.reason
         window.budgets = self._budgets(window, keys)
