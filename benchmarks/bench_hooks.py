@@ -3,7 +3,7 @@ the measured tiny-call loop of ``bench_overhead.py`` (issue 17's ≤ 1.05×).
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_hooks.py            # about 25 s on 2 cores
+    .venv/bin/python benchmarks/bench_hooks.py            # about 10 s on 2 cores
     .venv/bin/python benchmarks/bench_hooks.py --quick    # a smoke run
     .venv/bin/python benchmarks/bench_hooks.py --json out.json
 

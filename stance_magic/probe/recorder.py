@@ -386,8 +386,13 @@ class Recorder:
         self._orig_user_compiler: Any = None
         #: id(torch function) -> its wrapper (see _wrapper)
         self._wrappers: dict[int, Any] = {}
-        #: the two per-call hooks while installed (see _make_hooks)
-        self._hook_fns: tuple[Any, Any] | None = None
+        #: the two per-call hooks (see _make_hooks), made once and kept while
+        #: torch's dispatcher and SAMPLE_EVERY stay the same: (dispatcher
+        #: hook, guard hook, torch's dispatcher, SAMPLE_EVERY)
+        self._hook_fns: tuple[Any, Any, Any, int] | None = None
+        #: torch.compile's callback -> its sampling, for the functions past
+        #: their first SAMPLE_FIRST lookups (cleared in place: the hooks hold it)
+        self._counted: dict[Any, _Sampling] = {}
         self._clear_running()
 
     def _clear_running(self) -> None:
@@ -413,8 +418,7 @@ class Recorder:
         self._acts: dict[int, _Activation] = {}
         #: torch.compile's callback -> its lookups' sampling (see SAMPLE_FIRST)
         self._sampling: dict[Any, _Sampling] = {}
-        #: of those, the ones past their first SAMPLE_FIRST lookups
-        self._counted: dict[Any, _Sampling] = {}
+        self._counted.clear()
         #: the shapes of the graph the backend is compiling, until its record
         self._shapes: GraphShapes | None = None
         #: the per-call recompile_limit= (torch.compile(fn, recompile_limit=N))
@@ -433,7 +437,10 @@ class Recorder:
         if self._cw_code is None:
             self._cw_code = _compile_wrapper_code(t.ef)
         self._orig_cfs = t.ef._callback_from_stance
-        cfs, guard_hook = self._hook_fns = self._make_hooks()
+        fns = self._hook_fns
+        if fns is None or fns[2] is not self._orig_cfs or fns[3] != SAMPLE_EVERY:
+            fns = self._hook_fns = (*self._make_hooks(), self._orig_cfs, SAMPLE_EVERY)
+        cfs, guard_hook = fns[0], fns[1]
         self._prev_guard_hook = t.c_eval_frame.set_guard_complete_hook(guard_hook)
         self._prev_testing_hook = getattr(t.guards, "guard_manager_testing_hook_fn", None)
         t.guards.guard_manager_testing_hook_fn = self._testing_hook
@@ -476,8 +483,7 @@ class Recorder:
         if not self._hooks_on:
             return
         t = _torch_hooks()
-        cfs, guard_hook = self._hook_fns or (None, None)
-        self._hook_fns = None
+        cfs, guard_hook = self._hook_fns[:2] if self._hook_fns else (None, None)
         now = t.c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
         if now is not None and now is not guard_hook:
             # someone hooked in after us: leave theirs (ours passes through)
@@ -637,9 +643,10 @@ class Recorder:
         guard-complete hook (once a lookup).
 
         Closures over what they read (a closure's cells and a slotted
-        recorder's fields are the cheapest reads Python has), built once a
-        window stack opens: the dictionaries they hold are the ones
-        :meth:`_clear_running` made for it. A counted-only call (see
+        recorder's fields are the cheapest reads Python has), made once and
+        installed again by each outermost window: the dictionaries they hold
+        are the recorder's own, never replaced (:meth:`_clear_running`
+        empties them). A counted-only call (see
         :data:`SAMPLE_FIRST`) is handled here in full; any other goes on to
         :meth:`_compiled_call` and :meth:`_lookup`.
         """
@@ -653,7 +660,6 @@ class Recorder:
         every = SAMPLE_EVERY
         ef = self._ef
         compiled_call = self._compiled_call
-        clock = self._clock
         lookup = self._lookup
 
         def _callback_from_stance(callback: Any) -> Any:
@@ -688,7 +694,7 @@ class Recorder:
                             act.sampled = True
                         else:
                             act.sampled = False
-                            act.t0 = clock()
+                            act.t0 = rec._clock()
                         return result
                 compiled_call(callback, result, f)
             return result
