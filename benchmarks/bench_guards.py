@@ -63,11 +63,11 @@ def _in_situ(step: Callable[[], Any], n: int, skip: bool) -> tuple[float, float]
     with stance_magic.measure("default", skip_guard_eval_unsafe=skip) as rep:
         for _ in range(n):
             step()
-    assert rep.guard_lookups_timed == n and rep.guard_bound is None, str(rep)
+    assert rep.lookups.timed == n and rep.guard_bound is None, str(rep)
     with stance_magic.measure("default", skip_guard_eval_unsafe=skip, profile_guards=True) as p:
         for _ in range(n):
             step()
-    return rep.guard_per_call_s, p.guard_per_call_s
+    return rep.lookups.per_lookup_s, p.guard_per_call_s
 
 
 def measure_model(

@@ -91,11 +91,11 @@ def main() -> None:
             res[k].append(run(cell, events=k != "events_off"))
             if k == "measured":
                 rep = stance_magic.history()[-1]
-                medians.append(rep.guard_per_call_s or 0.0)
-                untimed.append(rep.guard_lookups_untimed)
+                medians.append(rep.lookups.per_lookup_s or 0.0)
+                untimed.append(rep.lookups.untimed)
     from torch.profiler import ProfilerActivity, profile
 
-    with probe._quiet_fd2(), profile(activities=[ProfilerActivity.CPU]) as prof:
+    with probe.quiet_fd2(), profile(activities=[ProfilerActivity.CPU]) as prof:
         with contextlib.redirect_stdout(io.StringIO()):
             sh.user_ns["models"].generate(sh.user_ns["cgpt"], sh.user_ns["ids"], 3)
     events = [e.cpu_time_total / 1e6 for e in prof.events() if e.name == probe.CACHE_LOOKUP_EVENT]

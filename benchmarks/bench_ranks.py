@@ -153,8 +153,6 @@ def worker(out: Path, rounds: int, cells: int) -> None:
     def gather_times(mode: str) -> list[float]:
         out_t = []
         for _ in range(rounds):
-            rep.ranks = None
-            rep.notes.clear()
             dist.barrier()
             t0 = time.perf_counter()
             ranks.gather(rep, mode)
@@ -245,14 +243,14 @@ def _real_report() -> Any:
     """A report of a real cell (two compiles, one recompile), as the workers make."""
     import torch
 
-    from stance_magic.engine import get_engine, make_stance
+    import stance_magic
 
     model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
     cmodel = torch.compile(model, backend="eager")
-    with get_engine().measure(make_stance("default"), record=False) as rep:
+    with stance_magic.measure("default") as rep:
         for n in (8, 16, 32):
             cmodel(torch.randn(n, 64))
-    return rep
+    return rep.report
 
 
 def _to_object(payloads: list[bytes]) -> Any:

@@ -107,10 +107,10 @@ print("WARM-START-RESULT " + json.dumps({{
     "first_s": _t,
     "compile_s": _rep.compile_s,
     "dynamo_s": _rep.compile_breakdown.get("dynamo", 0.0),
-    "fx_hits": _rep.fx_cache_hits, "fx_misses": _rep.fx_cache_misses,
-    "aot_hits": _rep.aot_cache_hits, "aot_misses": _rep.aot_cache_misses,
-    "state": _rep.cache_state, "loaded_s": _rep.cache_loaded_s,
-    "generated_s": _rep.cache_generated_s,
+    "fx_hits": _rep.compile_caches.fx_hits, "fx_misses": _rep.compile_caches.fx_misses,
+    "aot_hits": _rep.compile_caches.aot_hits, "aot_misses": _rep.compile_caches.aot_misses,
+    "state": _rep.compile_caches.state, "loaded_s": _rep.compile_caches.loaded_s,
+    "generated_s": _rep.compile_caches.generated_s,
 }}))
 """
 

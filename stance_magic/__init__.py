@@ -8,21 +8,29 @@ ipywidgets; they load when first needed.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing import Any
+    from contextlib import AbstractContextManager as ContextManager
+    from typing import Any, Callable, Literal
 
-__version__ = "0.1.0"
+    from .measurement import Measured
+
+from ._version import __version__ as __version__
 
 __all__ = [
+    "CacheInfo",
     "CellReport",
+    "MeasureSpec",
+    "Measured",
     "RankReport",
     "Stance",
     "StanceError",
     "breaks",
     "bundle",
     "current_stance",
+    "get_engine",
     "history",
     "load_cache",
     "load_ipython_extension",
@@ -39,8 +47,11 @@ _LAZY = {
     "StanceError": "stance",
     "current_stance": "stance",
     "supported_stances": "stance",
+    "make_stance": "stance",
     "get_engine": "engine",
     "CellReport": "report",
+    "MeasureSpec": "spec",
+    "Measured": "measurement",
     "RankReport": "ranks",
     "panel": "widget",
     "save_cache": "warm",
@@ -68,32 +79,39 @@ def measure(
     stance: str | None = None,
     *,
     skip_guard_eval_unsafe: bool = False,
-    force_backend: Any = None,
+    force_backend: str | Callable[..., Any] | None = None,
     label: str | None = None,
     memory: bool = False,
-    profile_guards: bool = False,
-    gather: bool | str = False,
-    trace: str | None = None,
-    timeline: str | None = None,
-) -> Any:
+    profile_lookups: bool = False,
+    ranks: bool | Literal["summary", "full"] = False,
+    trace: str | os.PathLike[str] | None = None,
+    timeline: str | os.PathLike[str] | None = None,
+    **deprecated: Any,
+) -> ContextManager[Measured]:
     """Run a block under a stance and measure what torch.compile did.
 
-    A context manager yielding a :class:`CellReport`, filled in when the
-    block ends and added to :func:`history`. ``stance=None`` means the
-    session stance. ``memory=True`` also measures the bytes torch allocates
-    (``%%stance -m``); ``profile_guards=True`` times every cache lookup with
-    torch's profiler (``-g``). ``trace=DIR`` writes the block's structured
-    trace (what ``TORCH_TRACE`` writes) to a file in DIR and runs ``tlparse``
-    on it when installed (``rep.trace_file``, ``rep.tlparse_index``);
+    A context manager yielding a :class:`~stance_magic.measurement.Measured`:
+    the block's :class:`CellReport` once the block has ended (its figures
+    read through it: ``rep.compiles``), also added to :func:`history`.
+    ``stance=None`` means the session stance. ``memory=True`` also measures
+    the bytes torch allocates (``%%stance -m``); ``profile_lookups=True``
+    times every cache lookup with torch's profiler (``-g``). ``trace=DIR``
+    writes the block's structured trace (what ``TORCH_TRACE`` writes) to a
+    file in DIR and runs ``tlparse`` on it when installed
+    (``rep.shared.trace_file``, ``rep.shared.tlparse_index``);
     ``timeline=FILE`` writes a Chrome-trace/Perfetto JSON of the block
-    (``rep.timeline_file``); :func:`bundle` zips a report for a bug report.
+    (``rep.shared.timeline_file``); :func:`bundle` zips a report for a bug
+    report.
 
-    ``gather=True`` (inside an initialized ``torch.distributed`` process
+    ``ranks=True`` (inside an initialized ``torch.distributed`` process
     group, on every rank) sends each rank's summary to rank 0 when the block
     ends, also when it raised; rank 0's report then has ``rep.ranks``, a
     :class:`RankReport` with one row per rank and the ranks' divergences.
-    ``gather="full"`` sends whole reports. Without a process group it warns
+    ``ranks="full"`` sends whole reports. Without a process group it warns
     and measures this process alone. See :mod:`stance_magic.ranks`.
+
+    ``profile_guards=`` and ``gather=`` are the earlier names of
+    ``profile_lookups=`` and ``ranks=`` (deprecated).
 
     Examples
     --------
@@ -104,37 +122,65 @@ def measure(
     >>> rep.compiles
     1
     """
-    from .engine import get_engine, make_stance
+    from .engine import get_engine
+    from .spec import MeasureSpec
+    from .stance import make_stance
 
+    profile_lookups, ranks = _renamed(deprecated, profile_lookups, ranks)
     engine = get_engine()
     st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
-    if trace is not None or timeline is not None:
-        from .share import check_options
+    mode: Literal["summary", "full"] | None = None
+    if ranks:
+        from .ranks import NO_GROUP, check_mode, process_group_ready
 
-        check_options(trace, timeline)
-    # Gathered, the report is added to the history once rank 0 has the
-    # combined view (published once, complete).
-    measuring = engine.measure(
-        st,
+        mode = check_mode(ranks)
+        if not process_group_ready():
+            import warnings
+
+            warnings.warn(f"stance_magic: gather ignored: {NO_GROUP}", RuntimeWarning, stacklevel=2)
+            mode = None
+    spec = MeasureSpec(
+        stance=st,
         label=label,
         memory=memory,
-        profile_guards=profile_guards,
-        record=not gather,
-        trace=trace,
-        timeline=timeline,
+        profile_lookups=profile_lookups,
+        trace=os.fspath(trace) if trace is not None else None,
+        timeline=os.fspath(timeline) if timeline is not None else None,
+        ranks=mode,
     )
-    if gather:
-        from .ranks import gathered
+    return engine.measure(spec)
 
-        return gathered(measuring, gather, publish=engine.add_report)
-    return measuring
+
+def _renamed(
+    deprecated: dict[str, Any], profile_lookups: bool, ranks: bool | str
+) -> tuple[bool, Any]:
+    """``measure()``'s earlier keyword names, still taken for one release."""
+    import warnings
+
+    for old, new in (("profile_guards", "profile_lookups"), ("gather", "ranks")):
+        if old in deprecated:
+            warnings.warn(
+                f"measure({old}=) is deprecated and goes in the next release: use {new}=",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            value = deprecated.pop(old)
+            if old == "profile_guards":
+                profile_lookups = profile_lookups or bool(value)
+            else:
+                ranks = ranks or value
+    if deprecated:
+        name = next(iter(deprecated))
+        raise TypeError(f"measure() got an unexpected keyword argument {name!r}")
+    return profile_lookups, ranks
 
 
 def set_session_stance(
     stance: str, *, skip_guard_eval_unsafe: bool = False, force_backend: Any = None
 ) -> Any:
     """Set the session stance (as ``%stance NAME`` does); return the previous one."""
-    from .engine import get_engine, make_stance
+    from .engine import get_engine
+    from .stance import make_stance
 
     return get_engine().set_session(make_stance(stance, skip_guard_eval_unsafe, force_backend))
 

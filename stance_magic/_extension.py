@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
+
+from .notebook import in_reload
 
 _STATE: dict[int, dict[str, Any]] = {}
 #: What ``%reload_ext`` carries from the unload to the load that follows it.
 _RELOADING: dict[int, dict[str, Any]] = {}
-
-
-def _in_reload(ipython: Any) -> bool:
-    """Whether IPython's ``reload_extension`` (``%reload_ext``) is calling us."""
-    manager = getattr(ipython, "extension_manager", None)
-    codes = {
-        getattr(getattr(klass, "reload_extension", None), "__code__", None)
-        for klass in type(manager).__mro__
-    } - {None}
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code in codes:
-            return True
-        frame = frame.f_back
-    return False
 
 
 def load(ipython: Any) -> None:
@@ -33,12 +19,13 @@ def load(ipython: Any) -> None:
     if key in _STATE:  # %load_ext twice: nothing is registered twice
         return
     carried = _RELOADING.pop(key, None)
-    if carried is not None and not _in_reload(ipython):
+    if carried is not None and not in_reload(ipython):
         carried = None
     engine = get_engine()
     engine.new_session()
     magics = StanceMagics(ipython, engine)
     ipython.register_magics(magics)
+    magics.attach_views()
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     ipython.events.register("post_run_cell", magics.post_run_cell)
     _STATE[key] = {"magics": magics, "stance_before": current_stance()}
@@ -51,13 +38,13 @@ def load(ipython: Any) -> None:
 
 
 def unload(ipython: Any) -> None:
-    from .engine import _apply, get_engine
+    from .engine import get_engine
 
     state = _STATE.pop(id(ipython), None)
     if state is None:
         return
     magics = state["magics"]
-    if _in_reload(ipython):
+    if in_reload(ipython):
         _RELOADING[id(ipython)] = {
             "stance_before": state["stance_before"],
             "session": get_engine().session,
@@ -87,5 +74,5 @@ def unload(ipython: Any) -> None:
     engine = get_engine()
     if not _STATE:
         engine.close()
-    _apply(state["stance_before"])
+    engine.apply(state["stance_before"])
     engine.sync()

@@ -84,7 +84,7 @@ def advise(rep: Any) -> list[str]:
     hints: list[str] = []
     for lim in getattr(rep, "recompile_limits", []) or []:
         hints.append(_limit_hint(lim))
-    full = getattr(rep, "fullest", None)
+    full = rep.tightest_budget
     if full is not None and full.left == 1 and not getattr(rep, "recompile_limits", None):
         hints.append(
             f"{full.where} uses {full.entries} of its {full.limit} cache entries "
@@ -112,9 +112,9 @@ def advise(rep: Any) -> list[str]:
         )
     c = getattr(rep, "compare", None)
     compiled_runs = len(c.runs.get("compiled", ())) if c is not None else 0
-    if c is not None and rep.guard_per_call_s and c.compiled_s:
+    if c is not None and rep.lookups.per_lookup_s and c.compiled_s:
         lookups_per_run = (rep.cache_hits + rep.cache_misses) / max(compiled_runs, 1)
-        guard_run = rep.guard_per_call_s * lookups_per_run
+        guard_run = rep.lookups.per_lookup_s * lookups_per_run
         share = guard_run / c.compiled_s
         if share >= GUARD_SHARE and not rep.recompiles and not rep.skip_guard_eval_unsafe:
             hints.append(
@@ -125,17 +125,17 @@ def advise(rep: Any) -> list[str]:
             )
     elif (
         c is None
-        and rep.guard_s
+        and rep.lookups.seconds
         and not rep.error
-        and rep.guard_lookups_timed >= MIN_LOOKUPS
+        and rep.lookups.timed >= MIN_LOOKUPS
         and rep.wall_s
-        and rep.guard_s / rep.wall_s >= GUARD_SHARE
+        and rep.lookups.seconds / rep.wall_s >= GUARD_SHARE
         and not rep.compiles
         and not rep.skip_guard_eval_unsafe
     ):
         hints.append(
-            f"cache lookups (guards) are {rep.guard_s / rep.wall_s:.0%} of this cell "
-            f"({fmt_s(rep.guard_s)} of {fmt_s(rep.wall_s)}): -u (skip_guard_eval_unsafe) "
+            f"cache lookups (guards) are {rep.lookups.seconds / rep.wall_s:.0%} of this cell "
+            f"({fmt_s(rep.lookups.seconds)} of {fmt_s(rep.wall_s)}): -u (skip_guard_eval_unsafe) "
             "skips most guards and may help once warmed up, with its risk of silently "
             "wrong results"
         )

@@ -5,15 +5,18 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import probe
-from .engine import Engine
-from .render import html_table, text_table
-from .report import CellReport, Comparison, error_line
+from .render import MAX_DETAILS, html_table, report_html, report_text, text_table
+from .report import CellReport, Comparison
+from .spec import MeasureSpec
 from .stance import Stance
 from .text import fmt_bytes, fmt_s, shorten
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 #: Spread above which a steady-state figure is flagged as not to be trusted:
 #: interquartile range over median (torch.utils.benchmark flags 10 %; the
@@ -91,19 +94,25 @@ class CompareResult:
     value: Any = None
     warnings: list[str] = field(default_factory=list)
 
-    def __str__(self) -> str:
-        lines = [str(self.report)]
-        lines.append(
+    def text(self, max_details: int = MAX_DETAILS) -> str:
+        """The report, then every run's time."""
+        runs = (
             "  runs: eager "
             + ", ".join(fmt_s(t) for t in self.eager_runs)
             + " | compiled "
             + ", ".join(fmt_s(t) for t in self.compiled_runs)
         )
-        return "\n".join(lines)
+        return f"{report_text(self.report, max_details)}\n{runs}"
+
+    def html(self, max_details: int = MAX_DETAILS) -> str:
+        """The report (the spread warnings are in its notes already)."""
+        return report_html(self.report, max_details)
+
+    def __str__(self) -> str:
+        return self.text()
 
     def _repr_html_(self) -> str:
-        # the spread warnings are in the report's notes already
-        return self.report._repr_html_()
+        return self.html()
 
     def figure(self) -> Any:
         from .plots import compare_figure
@@ -157,27 +166,25 @@ def _timed(run: Callable[[], Any]) -> tuple[float, Any]:
 def compare(
     engine: Engine,
     run: Callable[[], Any],
-    stance: Stance,
+    spec: MeasureSpec,
     *,
     repeat: int = DEFAULT_REPEAT,
-    source: str = "",
     announce: bool | Callable[[str], None] = True,
-    profile_guards: bool = False,
-    execution_count: int | None = None,
-    memory: bool = False,
 ) -> CompareResult:
-    """Run ``run`` ``repeat`` times under force_eager, then under ``stance``.
+    """Run ``run`` ``repeat`` times under force_eager, then under ``spec.stance``.
 
     The eager runs come first, so the compiled runs see the compiled caches as
-    the cell left them. Exceptions propagate after the stance is restored.
-    ``announce`` says that side effects repeat (see :func:`_announce`);
-    ``execution_count`` is the cell's number in the front end (``In [N]``).
+    the cell left them. Exceptions propagate after the stance is restored;
+    the compiled runs' report is in the history also then, as measured.
+    ``announce`` says that side effects repeat (see :func:`_announce`).
 
-    With ``memory``, peaks come from one more eager run and one more
+    With ``spec.memory``, peaks come from one more eager run and one more
     compiled run (steady state), each measured on its own so the timed runs
     stay clean, and from the first compiled run itself (the one that
     compiles cannot be run again), whose time the report flags.
     """
+    stance = spec.stance or engine.session
+    memory = spec.memory
     extra = " (+1 each to measure memory)" if memory else ""
     _announce(
         announce,
@@ -197,14 +204,11 @@ def compare(
     value = None
     first_peak = steady_peak = None
     recorder = engine.recorder
-    # The report is published (history, panels) once, with its compare
-    # figures: measured unrecorded, added when complete.
-    rep = None
-    try:
-        with engine.measure(
-            stance, source=source, profile_guards=profile_guards, record=False
-        ) as rep:
-            rep.execution_count = execution_count
+    # measured without the memory profiler: the first run measures its own peak
+    m_spec = replace(spec, stance=stance, memory=False)
+    with engine.applied(stance):
+        m = engine.open_measurement(m_spec)
+        try:
             for i in range(repeat):
                 before = recorder.compiles_so_far
                 if memory and i == 0:
@@ -217,53 +221,53 @@ def compare(
                     t, value = _timed(run)
                 compiled_runs.append(t)
                 compiled_in.append(recorder.compiles_so_far != before)
-        if memory:
-            with engine.applied(stance):
-                steady_peak = _peak_of(run)
-            rep.notes.append(
-                "memory peaks (-m): eager and steady compiled from one extra run each; the "
-                "first compiled run was timed with memory measuring on"
-            )
-        # Warm-up: every run up to the last one that compiled (eager_then_compile
-        # compiles on its second run, a recompile can come later still).
-        warmup = max((i + 1 for i, c in enumerate(compiled_in) if c), default=1)
-        se = Steady.of(eager_runs, "eager")
-        sc = Steady.of(compiled_runs, "compiled", warmup=warmup)
-        warnings = [w for w in (se.warning, sc.warning) if w]
-        if repeat == 1:
-            # No steady state: take the compiled run without its compile time.
-            sc.median = max(compiled_runs[0] - rep.compile_s, 0.0)
-            warnings = [
-                "one run each: steady state estimated as the compiled run minus its compile "
-                "time (use --repeat 5 or more)"
-            ]
-        elif warmup >= repeat:
-            warnings.append(
-                f"the last of the {repeat} compiled runs still compiled: no steady state "
-                "yet (use a larger --repeat)"
-            )
-        if not any(compiled_in) and stance.name == "eager_then_compile" and repeat < 3:
-            warnings.append(
-                "eager_then_compile runs the first call eagerly and compiles on the second: "
-                "use --repeat 3 or more to see the compiled code"
-            )
-        w = min(warmup, len(compiled_runs))
-        rep.compare = Comparison(
-            eager_s=se.median,
-            compiled_s=sc.median,
-            speedup=se.median / sc.median if sc.median > 0 else None,
-            break_even_calls=break_even(sum(compiled_runs[:w]), sc.median, se.median, w),
-            runs={"eager": eager_runs, "compiled": compiled_runs},
-            eager_peak_bytes=eager_peak,
-            compiled_first_peak_bytes=first_peak,
-            compiled_steady_peak_bytes=steady_peak,
+        except BaseException as exc:
+            m.finish(exc)  # a comparison that raised is in the history, as measured
+            raise
+        closed = m.close()
+    notes: list[str] = []
+    if memory:
+        with engine.applied(stance):
+            steady_peak = _peak_of(run)
+        notes.append(
+            "memory peaks (-m): eager and steady compiled from one extra run each; the "
+            "first compiled run was timed with memory measuring on"
         )
-        rep.notes.extend(warnings)
-    except BaseException:
-        if rep is not None:  # a comparison that raised is in the history, as measured
-            engine.add_report(rep)
-        raise
-    engine.add_report(rep)
+    # Warm-up: every run up to the last one that compiled (eager_then_compile
+    # compiles on its second run, a recompile can come later still).
+    warmup = max((i + 1 for i, c in enumerate(compiled_in) if c), default=1)
+    se = Steady.of(eager_runs, "eager")
+    sc = Steady.of(compiled_runs, "compiled", warmup=warmup)
+    warnings = [w for w in (se.warning, sc.warning) if w]
+    if repeat == 1:
+        # No steady state: take the compiled run without its compile time.
+        sc.median = max(compiled_runs[0] - closed.compile_s, 0.0)
+        warnings = [
+            "one run each: steady state estimated as the compiled run minus its compile "
+            "time (use --repeat 5 or more)"
+        ]
+    elif warmup >= repeat:
+        warnings.append(
+            f"the last of the {repeat} compiled runs still compiled: no steady state "
+            "yet (use a larger --repeat)"
+        )
+    if not any(compiled_in) and stance.name == "eager_then_compile" and repeat < 3:
+        warnings.append(
+            "eager_then_compile runs the first call eagerly and compiles on the second: "
+            "use --repeat 3 or more to see the compiled code"
+        )
+    w = min(warmup, len(compiled_runs))
+    comparison = Comparison(
+        eager_s=se.median,
+        compiled_s=sc.median,
+        speedup=se.median / sc.median if sc.median > 0 else None,
+        break_even_calls=break_even(sum(compiled_runs[:w]), sc.median, se.median, w),
+        runs={"eager": eager_runs, "compiled": compiled_runs},
+        eager_peak_bytes=eager_peak,
+        compiled_first_peak_bytes=first_peak,
+        compiled_steady_peak_bytes=steady_peak,
+    )
+    rep = m.finish(None, compare=comparison, notes=[*notes, *warnings])
     return CompareResult(rep, eager_runs, compiled_runs, se, sc, value, warnings)
 
 
@@ -285,7 +289,7 @@ class SweepResult:
                 str(r.compiles),
                 str(len(r.recompiles)),
                 f"{r.cache_hits}/{r.cache_misses}",
-                fmt_s(r.guard_s),
+                fmt_s(r.lookups.seconds),
             ]
             if self.memory:
                 row.append(fmt_bytes(r.peak_bytes))
@@ -341,72 +345,61 @@ def sweep(
     engine: Engine,
     run: Callable[[], Any],
     stances: Sequence[Stance],
+    spec: MeasureSpec | None = None,
     *,
-    source: str = "",
     announce: bool | Callable[[str], None] = True,
-    profile_guards: bool = False,
-    execution_count: int | None = None,
-    memory: bool = False,
 ) -> SweepResult:
     """Run the cell once per stance, ``torch.compiler.reset()`` before each.
 
-    A stance whose run raises (fail_on_recompile from cold caches, say) is a
-    result: its report carries the error. KeyboardInterrupt stops the sweep.
-    With ``memory``, each stance runs a second time from cold, with memory
-    measuring on, so its first-run peak is measured and its times stay clean.
+    ``spec`` is what to measure (its stance is left out: each run has its
+    own). A stance whose run raises (fail_on_recompile from cold caches, say)
+    is a result: its report carries the error. KeyboardInterrupt stops the
+    sweep. With ``spec.memory``, each stance runs a second time from cold,
+    with memory measuring on, so its first-run peak is measured and its
+    times stay clean.
     """
+    spec = spec or MeasureSpec()
     if announce:
         names = ", ".join(str(s) for s in stances)
-        times = "twice per stance (the second run measures memory)" if memory else "once per stance"
+        times = (
+            "twice per stance (the second run measures memory)"
+            if spec.memory
+            else "once per stance"
+        )
         _announce(
             announce,
             f"--sweep runs this cell {times} ({names}), each run after "
             "torch.compiler.reset() and with Inductor's on-disk caches off: compiled code "
             "is forgotten and side effects repeat",
         )
-    reports = []
     with probe.no_disk_caches():
-        reports = _sweep_runs(engine, run, stances, source, profile_guards, execution_count, memory)
-    return SweepResult([r for r in reports if r is not None], memory=memory)
+        reports = [_sweep_run(engine, run, st, spec) for st in stances]
+    return SweepResult(reports, memory=spec.memory)
 
 
-def _sweep_runs(
-    engine: Engine,
-    run: Callable[[], Any],
-    stances: Sequence[Stance],
-    source: str,
-    profile_guards: bool,
-    execution_count: int | None = None,
-    memory: bool = False,
-) -> list[CellReport | None]:
-    reports: list[CellReport | None] = []
-    for st in stances:
-        engine.reset_compiled_code()
-        rep = None
-        # Each stance's report is published (history, panels) once, complete:
-        # measured unrecorded, added after its error and memory are in.
+def _sweep_run(
+    engine: Engine, run: Callable[[], Any], stance: Stance, spec: MeasureSpec
+) -> CellReport:
+    """One stance of a sweep from cold, its report published once, complete
+    (its error and its memory run in)."""
+    engine.reset_compiled_code()
+    m_spec = replace(spec, stance=stance, label=f"sweep: {stance}", memory=False)
+    error: BaseException | None = None
+    with engine.applied(stance):
+        m = engine.open_measurement(m_spec)
         try:
-            try:
-                with engine.measure(
-                    st,
-                    source=source,
-                    label=f"sweep: {st}",
-                    profile_guards=profile_guards,
-                    record=False,
-                ) as rep:
-                    rep.execution_count = execution_count
-                    run()
-            except Exception as exc:
-                if rep is not None and rep.error is None:
-                    rep.error = error_line(exc)
-            if memory and rep is not None:
-                rep.memory = _first_run_memory(engine, run, st)
-                rep.notes.append("memory (-m): from a second run of this stance, from cold")
-        finally:
-            if rep is not None:
-                engine.add_report(rep)
-        reports.append(rep)
-    return reports
+            run()
+        except Exception as exc:
+            error = exc
+        except BaseException as exc:
+            m.finish(exc)
+            raise
+        m.close(error)
+    if not spec.memory:
+        return m.finish(error)
+    figures = _first_run_memory(engine, run, stance)
+    note = "memory (-m): from a second run of this stance, from cold"
+    return m.finish(error, memory=figures, notes=[note])
 
 
 def _first_run_memory(engine: Engine, run: Callable[[], Any], stance: Stance) -> list[Any]:

@@ -42,10 +42,14 @@ def can_show_images() -> bool:
     return ip is None or "image/png" in ip.display_formatter.active_types
 
 
-def show(obj: Any, plot: bool = True, hints: bool = True) -> None:
-    """Display a report (or compare/sweep result) as HTML + text, its hints
-    (unless ``hints`` is False) and its chart (if ``plot``)."""
-    display_text(str(obj), obj._repr_html_())
+def show(obj: Any, plot: bool = True, hints: bool = True, max_details: int | None = None) -> None:
+    """Display a report (or compare/sweep result, or a view across ranks) as
+    HTML + text, its hints (unless ``hints`` is False) and its chart (if
+    ``plot``); ``max_details`` detail lines under a row before the rest fold."""
+    if max_details is not None and hasattr(obj, "html"):
+        display_text(obj.text(max_details), obj.html(max_details))
+    else:
+        display_text(str(obj), obj._repr_html_())
     advice = getattr(obj, "advice", None) if hints else None
     if advice:
         lines = advice() if callable(advice) else advice
@@ -53,9 +57,11 @@ def show(obj: Any, plot: bool = True, hints: bool = True) -> None:
             from .render import advice_html
 
             display_text("\n".join(f"hint: {a}" for a in lines), advice_html(lines))
-    # A report's chart only when something compiled: an empty bar helps no
-    # one and drawing it costs about 60 ms.
-    worth = getattr(obj, "compiled_anything", True)
+    # A report's chart only when the cell is worth showing: an empty bar
+    # helps no one and drawing it costs about 60 ms.
+    from .report import CellReport
+
+    worth = obj.worth_showing() if isinstance(obj, CellReport) else True
     if plot and worth and hasattr(obj, "figure") and can_show_images():
         from .plots import show_figure
 

@@ -10,41 +10,20 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
-from typing import Any, Callable, Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import probe
-from .probe import CompiledRegionError, TorchSupportError
+from .cells import CellTracker
+from .measurement import Measured, Measurement
+from .spec import MeasureSpec
 
-# The stance value type and its validation live in .stance; they are handed
-# on here, where the front ends have always imported them.
-from .stance import (
-    Stance,
-    StanceError,
-    current_stance,
-    make_stance,
-    resolve_backend,
-    stance_text,
-    supported_stances,
-)
-from .text import running_cell_number
+if TYPE_CHECKING:
+    from .report import CellReport
 
-__all__ = [
-    "Cell",
-    "CellTracker",
-    "CompiledRegionError",
-    "Engine",
-    "Stance",
-    "StanceError",
-    "TorchSupportError",
-    "current_stance",
-    "get_engine",
-    "make_stance",
-    "reset_note",
-    "resolve_backend",
-    "stance_text",
-    "supported_stances",
-]
+from .stance import Stance, current_stance
+
+__all__ = ["SKIP_GUARD_WARNING", "Engine", "get_engine", "reset_note"]
 
 
 def reset_note(session: Stance) -> str:
@@ -88,96 +67,6 @@ SKIP_GUARD_WARNING = (
 )
 
 
-class Cell:
-    """One running front-end cell: IPython's ``ExecutionInfo`` for it, how
-    deep it runs (1: the outermost; a cell can run cells), and the watch
-    measurement the magics opened for it."""
-
-    __slots__ = ("depth", "info", "measurement")
-
-    def __init__(self, info: Any, depth: int) -> None:
-        self.info = info
-        self.depth = depth
-        self.measurement: Measurement | None = None
-
-    @property
-    def outermost(self) -> bool:
-        return self.depth == 1
-
-
-class CellTracker:
-    """The front end's running cells, counted once for every front end.
-
-    The magics and every open panel follow a shell's cells; each calls
-    :meth:`enter` from its ``pre_run_cell`` hook and :meth:`leave` from its
-    ``post_run_cell`` hook. A cell is known by the ``info`` IPython hands all
-    hooks of one cell, so two front ends entering or leaving the same cell
-    count it once, in whichever order their hooks run. The outermost cell
-    starts and ends the engine's cell (:meth:`Engine.cell_started`,
-    :meth:`Engine.cell_ended`); :attr:`last_end` is when it last ended.
-    """
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._stack: list[Cell] = []
-        self._left: Cell | None = None
-        #: ``time.time()`` when the last outermost cell ended
-        self.last_end: float | None = None
-
-    @property
-    def depth(self) -> int:
-        """How many cells are running (0: none; 2: a cell inside a cell)."""
-        return len(self._stack)
-
-    @property
-    def running(self) -> tuple[Cell, ...]:
-        """The running cells, outermost first."""
-        return tuple(self._stack)
-
-    def enter(self, info: Any = None) -> Cell:
-        """A cell starts (``pre_run_cell``); the same ``info`` again is the
-        same cell, entered by another front end."""
-        top = self._stack[-1] if self._stack else None
-        if top is not None and info is not None and top.info is info:
-            return top
-        cell = Cell(info, len(self._stack) + 1)
-        self._stack.append(cell)
-        if cell.outermost:
-            self._engine.cell_started()
-        return cell
-
-    def cell_of(self, result: Any = None) -> Cell | None:
-        """The cell that ``result`` (``post_run_cell``'s) ends, also when
-        another front end has left it already; None for a cell entered
-        before any front end followed it (the ``%load_ext`` cell)."""
-        info = getattr(result, "info", None)
-        top = self._stack[-1] if self._stack else None
-        if top is not None and (info is None or top.info is None or top.info is info):
-            return top
-        left = self._left
-        if left is not None and info is not None and left.info is info:
-            return left
-        return None
-
-    def leave(self, result: Any = None) -> Cell | None:
-        """A cell ends (``post_run_cell``): the cell it was (see
-        :meth:`cell_of`); leaving the outermost ends the engine's cell."""
-        cell = self.cell_of(result)
-        if cell is None or cell is self._left:
-            return cell
-        self._stack.pop()
-        self._left = cell
-        if not self._stack:
-            self._engine.cell_ended()
-            self.last_end = time.time()
-        return cell
-
-    def reset(self) -> None:
-        """Forget the running cells (the extension was unloaded inside one)."""
-        self._stack.clear()
-        self._left = None
-
-
 class Engine:
     """Owns the session stance, the cell stance, the measuring and the history.
 
@@ -198,10 +87,10 @@ class Engine:
     """
 
     def __init__(self) -> None:
-        self.history: list[Any] = []
+        self.history: list[CellReport] = []
         self.watch = False
         #: the front end's running cells, which the magics and panels share
-        self.cells = CellTracker(self)
+        self.cells = CellTracker(self.cell_started, self.cell_ended)
         self._listeners: list[Callable[[str, Any], None]] = []
         #: open applied() blocks (a %%stance cell's stance, measure()); the
         #: front end's running cells are counted by self.cells
@@ -310,6 +199,11 @@ class Engine:
         if stance != previous:
             self._emit("session", stance)
         return previous
+
+    def apply(self, stance: Stance) -> None:
+        """Give torch ``stance`` now, outside any block (the extension's
+        unload gives back the stance from before its load)."""
+        _apply(stance)
 
     def sync(self) -> None:
         """Tell observers if the session stance changed outside the engine
@@ -460,86 +354,50 @@ class Engine:
         return self._recorder
 
     @contextlib.contextmanager
-    def measure(
-        self,
-        stance: Stance | None = None,
-        *,
-        source: str = "",
-        label: str | None = None,
-        record: bool = True,
-        profile_guards: bool = False,
-        memory: bool = False,
-        trace: str | None = None,
-        timeline: str | None = None,
-    ) -> Iterator[Any]:
-        """Run a block under ``stance`` (None: the session stance) and measure it.
+    def measure(self, spec: MeasureSpec | None = None) -> Iterator[Measured]:
+        """Run a block under ``spec.stance`` (None: the session stance) and
+        measure it (see :class:`~stance_magic.spec.MeasureSpec`).
 
-        Yields a :class:`~stance_magic.report.CellReport` that is filled in
-        when the block ends; with ``record`` it is appended to the history
-        and sent to observers. An exception in the block propagates
-        unchanged after the report records it. ``profile_guards`` measures
-        every cache lookup with torch's profiler (instead of timing the
-        lookups of the called functions in situ); ``memory`` measures the
-        bytes torch allocates (see :class:`~stance_magic.probe.CellProfiler`).
-        ``trace``: a directory for this block's structured trace (what
-        ``TORCH_TRACE`` writes), parsed by tlparse when it is installed;
-        ``timeline``: a Chrome-trace JSON file of the block (see
-        :mod:`stance_magic.share`).
+        Yields a :class:`~stance_magic.measurement.Measured`: the block's report
+        once the block has ended, built whole, then published (the history,
+        the observers' ``("report", rep)``). An exception in the block
+        propagates unchanged after the report records it.
         """
-        stance = stance or self.session
+        spec = spec or MeasureSpec()
+        spec.check()
+        stance = spec.stance or self.session
         with self.applied(stance):
-            m = self.start_measure(
-                stance,
-                source=source,
-                label=label,
-                record=record,
-                profile_guards=profile_guards,
-                memory=memory,
-                trace=trace,
-                timeline=timeline,
-            )
+            m = self.open_measurement(replace(spec, stance=stance))
             try:
-                yield m.report
+                yield Measured(m)
             except BaseException as exc:
                 m.finish(exc)
                 raise
             m.finish(None)
 
-    def start_measure(
-        self,
-        stance: Stance | None = None,
-        *,
-        source: str = "",
-        label: str | None = None,
-        record: bool = True,
-        profile_guards: bool = False,
-        memory: bool = False,
-        trace: str | None = None,
-        timeline: str | None = None,
-    ) -> Measurement:
-        """Start measuring without applying a stance (``%stance watch``);
-        call :meth:`Measurement.finish` when the block is over."""
-        sharing = None
-        if trace is None and self.trace_next is not None:
-            trace, self.trace_next = self.trace_next, None
-            self._emit("traced", trace)
-        if trace is not None or timeline is not None:
-            from .share import Sharing
+    def open_measurement(self, spec: MeasureSpec | None = None) -> Measurement:
+        """Open a measuring window without applying a stance (a watched cell,
+        ``--compare``'s and ``--sweep``'s runs inside their own
+        :meth:`applied` blocks); :meth:`Measurement.finish` closes it,
+        builds its report and publishes it. ``spec.stance`` None: the stance
+        torch has now. The panel's "trace next cell" is taken here."""
+        spec = spec or MeasureSpec()
+        if spec.stance is None:
+            spec = replace(spec, stance=current_stance())
+        if spec.trace is None and self.trace_next is not None:
+            spec = replace(spec, trace=self.trace_next)
+            self.trace_next = None
+            self._emit("traced", spec.trace)
+        return Measurement(self, spec)
 
-            sharing = Sharing(
-                str(trace) if trace is not None else None,
-                str(timeline) if timeline is not None else None,
-            )
-        return Measurement(
-            self,
-            stance or current_stance(),
-            source,
-            label,
-            record,
-            profile_guards,
-            memory,
-            sharing,
-        )
+    def opened(self, m: Measurement) -> None:
+        """A measurement opened (it ends with the cell that opened it, at the latest)."""
+        self._open_measures.append(m)
+
+    def closed(self, m: Measurement) -> None:
+        """A measurement closed its window."""
+        if m in self._open_measures:
+            self._open_measures.remove(m)
 
     def reset_compiled_code(self) -> None:
         """Forget all compiled code (``torch.compiler.reset()``); keep history.
@@ -568,10 +426,8 @@ class Engine:
             self.watch = on
             self._emit("watch", on)
 
-    def add_report(self, report: Any) -> None:
-        """Append a finished report to the history and tell observers (for a
-        measurement started with ``record=False`` that turned out worth
-        keeping, as ``%stance watch`` decides after the cell)."""
+    def publish(self, report: CellReport) -> None:
+        """Append a finished report to the history and tell observers."""
         self.history.append(report)
         self._emit("report", report)
 
@@ -597,105 +453,6 @@ class Engine:
         self.cells.reset()
 
 
-class Measurement:
-    """One open measuring window; :meth:`finish` closes it once."""
-
-    def __init__(
-        self,
-        engine: Engine,
-        stance: Stance,
-        source: str,
-        label: str | None,
-        record: bool,
-        profile_guards: bool = False,
-        memory: bool = False,
-        sharing: Any = None,
-    ) -> None:
-        from .report import CellReport
-
-        self.engine = engine
-        self.stance = stance
-        self.source = source
-        self.label = label
-        self.record = record
-        self.report = CellReport(stance=stance.name)
-        self._recorder = engine.recorder
-        self._done = False
-        self._sharing = sharing
-        if sharing is not None:
-            sharing.start()  # before the recorder: a failure here leaves nothing open
-        self._mark = self._recorder.start(context=self.context)
-        self._cache_mark = _cache_watch_start()
-        engine._open_measures.append(self)
-        self._profiler: probe.CellProfiler | None = None
-        self._profiler_error: str | None = None
-        regions = sharing is not None and sharing.wants_regions
-        if profile_guards or memory or regions:
-            try:
-                self._profiler = probe.CellProfiler(
-                    lookups=profile_guards, memory=memory, regions=regions
-                )
-            except probe.ProfilerBusy as err:
-                self._profiler_error = f"not measured with the profiler: {err}"
-        self.report.memory_on = memory and self._profiler is not None
-        self._t0 = time.perf_counter()
-
-    def context(self) -> str:
-        """How torch's own compile records name this window (their
-        ``recompile_user_contexts``, where torch keeps them; tlparse and
-        traces show it): ``stance_magic In [7] (eager_then_compile)``, read
-        when torch compiles, so the cell's number is known by then."""
-        parts = ["stance_magic"]
-        number = self.report.execution_count or running_cell_number()
-        if number:
-            parts.append(f"In [{number}]")
-        if self.label:
-            parts.append(repr(self.label))
-        parts.append(f"({self.stance.name})")
-        return " ".join(parts)
-
-    def finish(self, error: BaseException | None = None, note: str | None = None) -> Any:
-        """Stop the clocks and fill in :attr:`report` (idempotent)."""
-        if self._done:
-            return self.report
-        wall = time.perf_counter() - self._t0
-        self._done = True
-        if self in self.engine._open_measures:
-            self.engine._open_measures.remove(self)
-        from .report import build_report
-
-        profiled, memory = None, []
-        if self._profiler is not None:
-            profiled, memory = self._profiler.stop()
-        window = self._recorder.stop(self._mark)
-        window.profiled_lookups = profiled
-        cache_events = _cache_watch_stop(self._cache_mark)
-        build_report(
-            self.report,
-            window=window,
-            stance=self.stance,
-            wall_s=wall,
-            error=error,
-            source=self.source,
-            label=self.label,
-            index=len(self.engine.history) + 1,
-        )
-        _add_cache_figures(self.report, window, cache_events, self.engine.history)
-        self.report.memory = memory
-        for fig in memory:
-            if fig.note:
-                self.report.notes.append(fig.note)
-        if self._profiler_error:
-            self.report.notes.append(self._profiler_error)
-        if note:
-            self.report.notes.append(note)
-        if self._sharing is not None:
-            self._sharing.finish(self.report, window, self._t0, self._profiler)
-        if self.record:
-            self.engine.add_report(self.report)
-        return self.report
-
-
 _ENGINE: Engine | None = None
 
 
@@ -705,37 +462,6 @@ def get_engine() -> Engine:
     if _ENGINE is None:
         _ENGINE = Engine()
     return _ENGINE
-
-
-def _cache_watch_start() -> Any:
-    """Open a window on torch's compile-cache events (see probe.caches)."""
-    from .probe import caches as probe_caches
-
-    try:
-        return probe_caches.watch().start()
-    except Exception:  # pragma: no cover - never fail a measurement over it
-        return None
-
-
-def _cache_watch_stop(mark: Any) -> list[Any]:
-    from .probe import caches as probe_caches
-
-    if mark is None:
-        return []
-    try:
-        return probe_caches.watch().stop(mark)
-    except Exception:  # pragma: no cover
-        return []
-
-
-def _add_cache_figures(rep: Any, window: Any, events: list[Any], history: list[Any]) -> None:
-    """Compile time by where it came from (the compile caches), on ``rep``."""
-    if not window.records:
-        return  # nothing compiled: no cache was consulted
-    from . import warm
-    from .report import add_cache_figures
-
-    add_cache_figures(rep, window, events, history, loaded=warm.loaded_keys())
 
 
 def _cache_watch_uninstall() -> None:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import ast
 import inspect
-import sys
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
 
-__all__ = ["cell_number", "compile_cell"]
+__all__ = ["compile_cell"]
 
 
 def compile_cell(shell: Any, cell: str, number: int) -> Callable[[], Any]:
@@ -84,19 +83,6 @@ def _ends_with_semicolon(cell: str) -> bool:
         return bool(check(cell))
     lines = [ln for ln in cell.rstrip().splitlines() if ln.strip()]  # pragma: no cover
     return bool(lines) and lines[-1].rstrip().endswith(";")
-
-
-def cell_number(shell: Any) -> int:
-    """The number IPython gave the cell that is running (In [N]): the cell
-    whose compiled file name is on the stack, else the shell's count."""
-    names = getattr(shell.compile, "_filename_map", {})
-    frame = sys._getframe(1)
-    while frame is not None:
-        number = names.get(frame.f_code.co_filename)
-        if number is not None:
-            return number
-        frame = frame.f_back
-    return shell.execution_count
 
 
 def _check_can_await() -> None:

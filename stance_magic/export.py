@@ -108,11 +108,6 @@ def csv_text(reports: Iterable[Any]) -> str:
     return buf.getvalue()
 
 
-def write_csv(reports: Iterable[Any], path: str | os.PathLike[str]) -> Path:
-    """One row per measured cell; the file is replaced whole or left as it was."""
-    return atomic_write(path, csv_text(reports))
-
-
 def json_text(reports: Iterable[Any]) -> str:
     data = [r.to_dict() for r in reports]
     return json.dumps(data, indent=1, default=str) + "\n"
@@ -137,15 +132,16 @@ def write_exports(
         try:
             check_target(path)
         except OSError as err:
-            raise ExportError(str(path), _reason(err), []) from None
+            raise ExportError(str(path), reason_of(err), []) from None
     written: list[Path] = []
     for path, text in jobs:
         try:
             written.append(atomic_write(path, text(reports)))
         except OSError as err:
-            raise ExportError(str(path), _reason(err), written) from None
+            raise ExportError(str(path), reason_of(err), written) from None
     return written
 
 
-def _reason(err: OSError) -> str:
+def reason_of(err: OSError) -> str:
+    """An OSError as the one line a user reads: its strerror, else its text."""
     return err.strerror if err.strerror else str(err)

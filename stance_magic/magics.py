@@ -22,29 +22,13 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from traitlets import Bool, Int, TraitError, observe, validate
 
 from .display import can_show_images, display_text, notice, show
-from .engine import (
-    CompiledRegionError,
-    Engine,
-    Stance,
-    StanceError,
-    TorchSupportError,
-    get_engine,
-    make_stance,
-    reset_note,
-    supported_stances,
-)
-from .execution import cell_number, compile_cell
-from .options import (
-    ACCEPTS,
-    COMMANDS,
-    FORMS,
-    RULES,
-    declare,
-    finish_help,
-    form_of,
-    max_repeat,
-    validate_args,
-)
+from .engine import Engine, get_engine, reset_note
+from .execution import compile_cell
+from .notebook import cell_number
+from .options import COMMANDS, declare, finish_help, form_of, max_repeat, validate_args
+from .probe import CompiledRegionError, TorchSupportError
+from .spec import MeasureSpec
+from .stance import Stance, StanceError, make_stance, supported_stances
 
 
 @functools.lru_cache(maxsize=256)
@@ -112,7 +96,6 @@ class StanceMagics(Magics):
         super().__init__(shell, **kwargs)
         self._pending: list[tuple[Any, bool]] = []
         self.engine.observe(self._on_engine)
-        self._apply_max_details(self.max_details)
         if self.watch:
             self.engine.set_watch(True)
 
@@ -130,28 +113,51 @@ class StanceMagics(Magics):
             raise TraitError(f"max_details must be 0 or more, not {proposal['value']}")
         return proposal["value"]
 
-    @observe("max_details")
-    def _max_details_changed(self, change: Any) -> None:
-        self._apply_max_details(change["new"])
-
-    @staticmethod
-    def _apply_max_details(n: int) -> None:
-        from . import render
-
-        render.MAX_DETAILS = n
-
     @observe("watch")
     def _watch_changed(self, change: Any) -> None:
         engine = getattr(self, "engine", None)
         if engine is not None and change["new"] != engine.watch:
             engine.set_watch(change["new"])
 
+    #: The result types whose views fold details after ``max_details``:
+    #: IPython's formatters show them through :meth:`_text_view` and
+    #: :meth:`_html_view` while the extension is loaded.
+    VIEWS = (
+        ("stance_magic.report", "CellReport"),
+        ("stance_magic.compare", "CompareResult"),
+        ("stance_magic.ranks", "RankReport"),
+    )
+
+    def attach_views(self) -> None:
+        """Register this session's views of the result types with IPython's
+        formatters (by name: nothing is imported until one is shown), so
+        every view of a report follows ``max_details``."""
+        formatters = getattr(self.shell, "display_formatter", None)
+        if formatters is None:
+            return
+        for module, name in self.VIEWS:
+            formatters.formatters["text/plain"].for_type_by_name(module, name, self._text_view)
+            formatters.formatters["text/html"].for_type_by_name(module, name, self._html_view)
+
+    def _text_view(self, obj: Any, p: Any, cycle: bool) -> None:
+        p.text(obj.text(self.max_details))
+
+    def _html_view(self, obj: Any) -> str:
+        return obj.html(self.max_details)
+
     def detach(self) -> None:
         """Undo what this instance set outside itself (unload)."""
         self.engine.unobserve(self._on_engine)
-        from . import render
-
-        render.MAX_DETAILS = self.traits()["max_details"].default_value
+        formatters = getattr(self.shell, "display_formatter", None)
+        if formatters is not None:
+            for mime, view in (("text/plain", self._text_view), ("text/html", self._html_view)):
+                f = formatters.formatters[mime]
+                for module, name in self.VIEWS:
+                    if f.deferred_printers.get((module, name)) == view:
+                        del f.deferred_printers[(module, name)]
+                    for cls, printer in list(f.type_printers.items()):
+                        if (cls.__module__, cls.__name__) == (module, name) and printer == view:
+                            del f.type_printers[cls]
         configurables = getattr(self.shell, "configurables", None)
         if configurables is not None and self in configurables:
             configurables.remove(self)
@@ -247,7 +253,7 @@ class StanceMagics(Magics):
             )
             self._warn_before_running(stance)
             previous = str(self.engine.set_session(stance))
-        stances = ranks.session_stances()
+        stances = ranks.session_stances(self.engine.session)
         if stances is not None and not args.quiet:
             later = " after this cell" if self.engine.in_cell else ""
             print(ranks.stances_line(stances, previous) + later)
@@ -325,9 +331,17 @@ class StanceMagics(Magics):
             print(reset_note(self.engine.session))
 
     def _cmd_bundle(self, args: Any, rest: list[str]) -> None:
-        from .share import bundle_command
+        """``%stance bundle PATH``: the last measured cell, zipped for a bug report."""
+        from .share import BundleError, bundle
 
-        line = bundle_command(rest, self.engine)
+        if len(rest) != 1:
+            raise StanceError("usage: %stance bundle PATH.zip (the last measured cell)")
+        if not self.engine.history:
+            raise StanceError("%stance bundle: no measured cell yet (run a %%stance cell first)")
+        try:
+            line = bundle(rest[0], self.engine.history[-1])
+        except BundleError as err:
+            raise StanceError(f"%stance bundle: {err}") from None
         if not args.quiet:
             print(line)
 
@@ -383,85 +397,58 @@ class StanceMagics(Magics):
                 ns,
                 base=self.engine.session,
             )
-        if args.trace is not None or args.timeline is not None:
-            from .share import check_cell_options
-
-            check_cell_options(args.trace, args.timeline, args)
         number = cell_number(self.shell)
         run = compile_cell(self.shell, cell, number)
         for s in stances if stance is None else [stance]:
             self._warn_before_running(s)
         announce = False if args.quiet else notice
+        spec = MeasureSpec(
+            stance=stance,
+            source=cell,
+            execution_count=number,
+            memory=args.memory,
+            profile_lookups=args.profile_lookups,
+            trace=args.trace,
+            timeline=args.timeline,
+            ranks=("full" if args.full else "summary") if args.ranks else None,
+        )
+        try:
+            spec.check()
+        except ValueError as err:
+            raise StanceError(str(err)) from None
         if args.sweep is not None:
             from .compare import sweep
 
-            result = sweep(
-                self.engine,
-                run,
-                stances,
-                source=cell,
-                announce=announce,
-                profile_guards=args.profile_guards,
-                execution_count=number,
-                memory=args.memory,
-            )
+            result = sweep(self.engine, run, stances, spec, announce=announce)
             self._show_later(result, args)
             return None
         if args.compare:
             from .compare import compare
 
-            result = compare(
-                self.engine,
-                run,
-                stance,
-                repeat=args.repeat or self.default_repeat,
-                source=cell,
-                announce=announce,
-                profile_guards=args.profile_guards,
-                execution_count=number,
-                memory=args.memory,
-            )
+            repeat = args.repeat or self.default_repeat
+            result = compare(self.engine, run, spec, repeat=repeat, announce=announce)
             self._show_later(result, args)
             return result.value
-        # --ranks: the report is added to the history after the gather (see
-        # ranks.gathered), so that it is published once, complete.
-        measuring = self.engine.measure(
-            stance,
-            source=cell,
-            profile_guards=args.profile_guards,
-            memory=args.memory,
-            record=not args.ranks,
-            trace=args.trace,
-            timeline=args.timeline,
-        )
+        measured = None
+        try:
+            with self.engine.measure(spec) as measured:
+                return run()
+        finally:
+            if measured is not None and measured.done:
+                self._show_report(measured.report, args)
+
+    def _show_report(self, rep: Any, args: Any) -> None:
+        """A measured cell's report, shown when the cell has ended: across
+        ranks, rank 0 shows the combined view and the others a line."""
+        if args.quiet:
+            return
         if args.ranks:
-            return self._cell_ranks(args, measuring, number, run)
-        rep = None
-        try:
-            with measuring as rep:
-                rep.execution_count = number
-                return run()
-        finally:
-            if rep is not None:
-                self._show_later(rep, args)
+            from . import ranks
 
-    def _cell_ranks(self, args: Any, measuring: Any, number: int, run: Any) -> Any:
-        """``%%stance --ranks``: measure, then gather across ranks (also when the
-        cell raised, so that no rank is left waiting; not after an interrupt)."""
-        __tracebackhide__ = True
-        from . import ranks
-
-        rep = None
-        try:
-            with ranks.gathered(
-                measuring, "full" if args.full else "summary", publish=self.engine.add_report
-            ) as rep:
-                rep.execution_count = number
-                return run()
-        finally:
-            if rep is not None and not args.quiet:
-                obj, plot = ranks.to_show(rep, self.plot and not args.no_plot)
-                self._pending.append((obj, plot))
+            obj, plot = ranks.to_show(rep, self.plot and not args.no_plot)
+            self._pending.append((obj, plot))
+        else:
+            self._show_later(rep, args)
 
     # -- IPython events ----------------------------------------------------
     def pre_run_cell(self, info: Any) -> None:
@@ -477,17 +464,16 @@ class StanceMagics(Magics):
         raw = (getattr(info, "raw_cell", "") or "").lstrip()
         # a %%stance cell measures (and reports) itself
         if (self.engine.watch or self.engine.trace_next) and not raw.startswith("%%stance"):
-            # kept in the history only if the cell involved torch.compile (below)
-            cell.measurement = self.engine.start_measure(source=raw, record=False)
+            # kept in the history only if the cell used torch.compile
+            spec = MeasureSpec(source=raw, watch=True)
+            cell.measurement = self.engine.open_measurement(spec)
 
     def close_watch(self) -> None:
         """Finish watch measurements still open (unload during a watched cell)."""
         for cell in reversed(self.engine.cells.running):
             m, cell.measurement = cell.measurement, None
             if m is not None:
-                rep = m.finish(None)
-                if _compile_was_involved(rep):
-                    self.engine.add_report(rep)
+                m.finish(None)
 
     def post_run_cell(self, result: Any) -> None:
         cells = self.engine.cells
@@ -497,11 +483,8 @@ class StanceMagics(Magics):
             cell.measurement = None
             err = getattr(result, "error_in_exec", None)
             # IPython's number for this cell (In [N]) comes with its result
-            m.report.execution_count = getattr(result, "execution_count", None)
-            rep = m.finish(err)
-            if _compile_was_involved(rep):
-                self.engine.add_report(rep)
-            if (rep.compiled_anything or rep.cache_misses or rep.trace_file) and not self.quiet:
+            rep = m.finish(err, execution_count=getattr(result, "execution_count", None))
+            if rep.worth_showing() and not self.quiet:
                 self._pending.append((rep, False))
         cells.leave(result)
         if cell is None or cell.outermost:  # the outermost cell has ended
@@ -512,25 +495,10 @@ class StanceMagics(Magics):
             self.engine.sync()
         pending, self._pending = self._pending, []
         for obj, plot in pending:
-            show(obj, plot=plot, hints=self.hints)
+            show(obj, plot=plot, hints=self.hints, max_details=self.max_details)
 
 
 finish_help(StanceMagics.stance, StanceMagics)
 
 
-def _compile_was_involved(rep: Any) -> bool:
-    """Whether a watched cell involved torch.compile: called compiled code
-    (under any stance, force_eager included), compiled, or looked up compiled
-    code. This decides what the history keeps: ``a = 1`` and ``%stance
-    history`` stay out."""
-    return bool(
-        rep.compiled_calls
-        or rep.compiled_anything
-        or rep.cache_hits
-        or rep.cache_misses
-        or rep.refused_recompiles
-        or rep.eager_first_calls
-    )
-
-
-__all__ = ["ACCEPTS", "COMMANDS", "FORMS", "RULES", "StanceMagics", "show"]
+__all__ = ["StanceMagics"]

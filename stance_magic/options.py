@@ -44,7 +44,7 @@ ACCEPTS: dict[str, frozenset[str]] = {
             "skip_guard_eval_unsafe",
             "backend",
             "quiet",
-            "profile_guards",
+            "profile_lookups",
             "memory",
             "compare",
             "repeat",
@@ -157,7 +157,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "cell",
-        lambda a: a.memory and a.compare and a.profile_guards,
+        lambda a: a.memory and a.compare and a.profile_lookups,
         "-m and -g do not go together with --compare: torch runs one profiler at a "
         "time (measure memory and lookups in two cells)",
     ),
@@ -171,6 +171,14 @@ RULES: tuple[Rule, ...] = (
         "cell",
         lambda a: a.ranks and (a.compare or a.sweep is not None),
         "--ranks goes with a plain %%stance cell, not --compare/--sweep",
+    ),
+    _rule(
+        "cell",
+        lambda a: (
+            (a.trace is not None or a.timeline is not None)
+            and (a.compare or a.sweep is not None or a.ranks)
+        ),
+        "--trace and --timeline go with a plain %%stance cell (one run)",
     ),
     _rule(
         "cell",
@@ -313,6 +321,7 @@ ARGUMENTS = (
     argument(
         "-b",
         "--backend",
+        "--force-backend",
         default=None,
         metavar="NAME",
         help=_h(
@@ -331,6 +340,7 @@ ARGUMENTS = (
     ),
     argument(
         "-g",
+        "--profile-lookups",
         "--profile-guards",
         action="store_true",
         help=_h(

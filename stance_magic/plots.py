@@ -93,9 +93,9 @@ def _annotate(ax: Any, y: int, x: float, text: str) -> None:
 def report_figure(rep: Any) -> Any:
     """One cell: compile, cache lookups and execution as a stacked bar
     (and the eager run beside it when the report has one)."""
-    run = max(rep.wall_s - rep.compile_s - (rep.guard_s or 0.0), 0.0)
+    run = max(rep.wall_s - rep.compile_s - (rep.lookups.seconds or 0.0), 0.0)
     labels = [rep.stance_label]
-    comp, guard, exe, eager = [rep.compile_s], [rep.guard_s or 0.0], [run], [0.0]
+    comp, guard, exe, eager = [rep.compile_s], [rep.lookups.seconds or 0.0], [run], [0.0]
     eager_s = rep.compare.eager_s if rep.compare is not None else None
     if eager_s is not None:
         labels.insert(0, "force_eager")
@@ -181,8 +181,8 @@ def sweep_figure(result: Any) -> Any:
     walls = [r.wall_s for r in reps]
     scale, unit = _unit(max([*walls, 1e-9]))
     comp = [r.compile_s * scale for r in reps]
-    guard = [(r.guard_s or 0.0) * scale for r in reps]
-    exe = [max(r.wall_s - r.compile_s - (r.guard_s or 0.0), 0.0) * scale for r in reps]
+    guard = [(r.lookups.seconds or 0.0) * scale for r in reps]
+    exe = [max(r.wall_s - r.compile_s - (r.lookups.seconds or 0.0), 0.0) * scale for r in reps]
     memory = bool(getattr(result, "memory", False))
     fig = _figure(1.0 + 0.42 * len(reps))
     if memory:
@@ -245,33 +245,6 @@ RECOMPILE = "#c2185b"
 STANCE_TINTS = ("#dde7f3", "#f3e3d3", "#dcefe4", "#ece0f2", "#f2eccd", "#e3e3e3")
 
 
-def changed_something(rep: Any, previous: Any = None) -> bool:
-    """Whether a measured cell changed what torch.compile holds or does:
-    it compiled, recompiled, missed the cache, broke the graph, fell back,
-    failed, or ran under another stance than the measured cell before it.
-    A cell that only ran warm compiled code (cache hits) did not."""
-    if (
-        rep.compiles
-        or rep.backward_compiles
-        or rep.recompile_details
-        or rep.cache_misses
-        or rep.graph_break_details
-        or rep.eager_fallbacks
-        or rep.refused_recompiles
-        or rep.eager_first_calls
-        or getattr(rep, "failed_compiles", 0)
-        or rep.error
-    ):
-        return True
-    if previous is None:
-        return False
-    return (rep.stance, rep.skip_guard_eval_unsafe, rep.backend) != (
-        previous.stance,
-        previous.skip_guard_eval_unsafe,
-        previous.backend,
-    )
-
-
 def history_capacity(width_px: int = HISTORY_WIDTH_PX) -> int:
     """How many cells fit side by side in a history chart ``width_px`` wide."""
     return max(1, (width_px - _LEFT_PX - _RIGHT_PX) // SLOT_PX)
@@ -279,7 +252,7 @@ def history_capacity(width_px: int = HISTORY_WIDTH_PX) -> int:
 
 def history_cells(reports: Sequence[Any], limit: int | None = None) -> tuple[list[Any], int]:
     """The cells the history chart shows: the last ``limit`` that changed
-    something (see :func:`changed_something`), oldest first, and how many
+    something (see :meth:`CellReport.worth_showing`), oldest first, and how many
     such cells there are in all. Scans from the newest back."""
     limit = history_capacity() if limit is None else limit
     shown: list[Any] = []
@@ -287,7 +260,7 @@ def history_cells(reports: Sequence[Any], limit: int | None = None) -> tuple[lis
     n = len(reports)
     for i in range(n - 1, -1, -1):
         rep = reports[i]
-        if changed_something(rep, reports[i - 1] if i else None):
+        if rep.worth_showing(reports[i - 1] if i else None):
             total += 1
             if len(shown) < limit:
                 shown.append(rep)
@@ -371,7 +344,7 @@ def history_figure(
     walls = [r.wall_s for r in shown]
     scale, unit = _unit(max([*walls, 1e-9]))
     comp = [r.compile_s * scale for r in shown]
-    guard = [(r.guard_s or 0.0) * scale for r in shown]
+    guard = [(r.lookups.seconds or 0.0) * scale for r in shown]
     rest = [max(r.wall_s * scale - c - g, 0.0) for r, c, g in zip(shown, comp, guard)]
     bottom = [0.0] * n
     width = 0.62
@@ -398,7 +371,7 @@ def history_figure(
     # when cells measured memory: their peak is one more line).
     top = max(bottom) or 1.0
     reserve = min((49.0 if memory else 40.0) / plot_h, 0.5)
-    if any(getattr(r, "cache_state", "") for r in shown):
+    if any(r.compile_caches.state for r in shown):
         reserve = min(reserve + 9.0 / plot_h, 0.55)  # one more line: the compile caches
     ax.set_ylim(0, top / (1 - reserve))
     for i, r in enumerate(shown):
@@ -412,9 +385,9 @@ def history_figure(
             lines.append(("✗ failed", FAIL))
         if r.peak_bytes is not None:
             lines.append((f"◆{fmt_bytes(r.peak_bytes)}", COLORS["memory"]))
-        if getattr(r, "cache_state", ""):
+        if r.compile_caches.state:
             # warm / cold / partly warm / caches off: where the compile came from
-            lines.append((r.cache_state.replace("partly warm", "part warm"), INK_SOFT))
+            lines.append((r.compile_caches.state.replace("partly warm", "part warm"), INK_SOFT))
         for k, (text, color) in enumerate(lines):
             ax.annotate(
                 text,
@@ -450,7 +423,7 @@ def history_figure(
     start = 0
     slot = plot_w / slots
     for i in range(1, n + 1):
-        if i < n and _same_stance(shown[i], shown[start]):
+        if i < n and shown[i].same_stance(shown[start]):
             continue
         r = shown[start]
         label = stance_text(r.stance, r.skip_guard_eval_unsafe, r.backend)
@@ -544,14 +517,6 @@ def history_png(reports: Sequence[Any], cache_key: Any = None) -> bytes | None:
     return _PNG_CACHE["png"]
 
 
-def _same_stance(a: Any, b: Any) -> bool:
-    return (a.stance, a.skip_guard_eval_unsafe, a.backend) == (
-        b.stance,
-        b.skip_guard_eval_unsafe,
-        b.backend,
-    )
-
-
 #: Ranks drawn as bars in a chart across ranks; more are drawn as points.
 MAX_RANK_BARS = 32
 
@@ -590,11 +555,11 @@ def ranks_figure(view: Any, max_bars: int = MAX_RANK_BARS) -> Any:
         labels,
         [
             ("compile", COLORS["compile"], [r.compile_s * scale for r in rows]),
-            ("guard evaluation", COLORS["guard"], [(r.guard_s or 0.0) * scale for r in rows]),
+            ("guard evaluation", COLORS["guard"], [(r.lookup_s or 0.0) * scale for r in rows]),
             (
                 "execution",
                 COLORS["run"],
-                [max(r.wall_s - r.compile_s - (r.guard_s or 0.0), 0.0) * scale for r in rows],
+                [max(r.wall_s - r.compile_s - (r.lookup_s or 0.0), 0.0) * scale for r in rows],
             ),
         ],
     )

@@ -1,10 +1,10 @@
 """Reports across ranks: each rank's report gathered to rank 0 with torch.distributed.
 
-Opt-in: ``stance_magic.measure(..., gather=True)`` or ``%%stance --ranks``,
+Opt-in: ``stance_magic.measure(..., ranks=True)`` or ``%%stance --ranks``,
 inside an initialized process group (``torch.distributed.init_process_group``,
 as under ``torchrun`` or on ipyparallel engines). When the block ends, every
 rank sends rank 0 a small fixed-size summary of its report with torch's own
-``dist.gather_object`` over the default process group; ``gather="full"``
+``dist.gather_object`` over the default process group; ``ranks="full"``
 (``%%stance --ranks --full``) sends the whole report instead. Rank 0 builds a
 :class:`RankReport`: one row per rank, and flags where the ranks diverged
 (compile or recompile counts, graph breaks, stances, a ``fail_on_recompile``
@@ -20,24 +20,25 @@ looked up in ``sys.modules``.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import html
 import pickle
-import re
 import socket
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence
 
 from .text import fmt_s
+
+if TYPE_CHECKING:
+    from .report import CellReport
 
 __all__ = [
     "RankFlag",
     "RankReport",
     "RankSummary",
+    "check_mode",
     "gather",
     "process_group_ready",
     "session_stances",
@@ -112,7 +113,7 @@ class RankSummary:
     compiled_calls: int = 0
     cache_hits: int = 0
     cache_misses: int = 0
-    guard_s: float | None = None
+    lookup_s: float | None = None
     guard_count: int = 0
     eager_fallbacks: int = 0
     refused_recompiles: int = 0
@@ -163,7 +164,7 @@ def summarize(rep: Any, rank: int, host: str | None = None) -> RankSummary:
         compiled_calls=rep.compiled_calls,
         cache_hits=rep.cache_hits,
         cache_misses=rep.cache_misses,
-        guard_s=rep.guard_s,
+        lookup_s=rep.lookups.seconds,
         guard_count=rep.guard_count,
         eager_fallbacks=rep.eager_fallbacks,
         refused_recompiles=rep.refused_recompiles,
@@ -241,15 +242,23 @@ class RankReport:
         return ranks_figure(self, max_bars=MAX_BARS)
 
     # Rendering is delegated (text and HTML in render, the chart in plots).
-    def __str__(self) -> str:
-        from .render import ranks_text
+    def text(self, max_details: int | None = None) -> str:
+        """One row per rank, where they diverged, how the gather went (and,
+        gathered in full, each rank's report with ``max_details`` per row)."""
+        from .render import MAX_DETAILS, ranks_text
 
-        return ranks_text(self)
+        return ranks_text(self, MAX_DETAILS if max_details is None else max_details)
+
+    def html(self, max_details: int | None = None) -> str:
+        from .render import MAX_DETAILS, ranks_html
+
+        return ranks_html(self, MAX_DETAILS if max_details is None else max_details)
+
+    def __str__(self) -> str:
+        return self.text()
 
     def _repr_html_(self) -> str:
-        from .render import ranks_html
-
-        return ranks_html(self)
+        return self.html()
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
@@ -402,33 +411,40 @@ def divergence_flags(rows: Sequence[RankSummary]) -> list[RankFlag]:
 # -- gathering --------------------------------------------------------------------
 
 
-def _check_mode(mode: Any) -> str:
-    if mode is True:
+def check_mode(mode: Any) -> Literal["summary", "full"]:
+    """``True`` (a summary per rank), ``"summary"`` or ``"full"``; anything
+    else is a ``ValueError``."""
+    if mode is True or mode == "summary":
         return "summary"
-    if mode in MODES:
-        return str(mode)
-    raise ValueError(f"gather must be True, 'summary' or 'full', not {mode!r}")
+    if mode == "full":
+        return "full"
+    raise ValueError(f"ranks must be True, 'summary' or 'full', not {mode!r}")
 
 
-def gather(rep: Any, mode: Any = "summary") -> RankReport | None:
-    """Gather every rank's report of one block to rank 0 (a collective).
+def gather(rep: CellReport, mode: Any = "summary") -> CellReport:
+    """Gather every rank's report of one block to rank 0 (a collective), and
+    return this rank's report completed by it.
 
-    Every rank of the default process group must call it. Rank 0 gets the
-    :class:`RankReport` (also set as ``rep.ranks``); every other rank gets
-    None, and a note on its own report. ``mode`` is ``"summary"`` (a
-    fixed-size :class:`RankSummary` per rank) or ``"full"`` (every rank's
-    whole report too).
+    Every rank of the default process group must call it. On rank 0 the
+    report has the combined view, a :class:`RankReport` (``rep.ranks``); on
+    every other rank it says which rank its report went to
+    (``rep.gathered_to``). ``mode`` is ``"summary"`` (a fixed-size
+    :class:`RankSummary` per rank) or ``"full"`` (every rank's whole report
+    too). The engine calls it for a block measured with ``ranks=``.
 
     Examples
     --------
     Under ``torchrun --nproc-per-node 2``, on every rank::
 
-        >>> with stance_magic.measure(gather=True) as rep:
+        >>> with stance_magic.measure(ranks=True) as rep:
         ...     y = cmodel(x)
         >>> if rep.ranks is not None:   # rank 0
         ...     print(rep.ranks)
     """
-    mode = _check_mode(mode)
+    from .build import with_ranks
+    from .report import Gathered
+
+    mode = check_mode(mode)
     dist = _dist()
     rank, world = dist.get_rank(), dist.get_world_size()
     summary = summarize(rep, rank)
@@ -439,12 +455,9 @@ def gather(rep: Any, mode: Any = "summary") -> RankReport | None:
     t0 = time.perf_counter()
     dist.gather_object(payload, out, dst=0)
     gather_s = time.perf_counter() - t0
+    gathered = Gathered(rank=rank, world_size=world, to=0, mode=mode)
     if rank != 0:
-        rep.notes.append(
-            f"rank {rank} of {world}: this rank's {'report' if mode == 'full' else 'summary'} "
-            "went to rank 0, which shows the combined view of all ranks"
-        )
-        return None
+        return with_ranks(rep, gathered)
     assert out is not None
     size = len(pickle.dumps(payload))  # what rank 0 sent (torch pickles it the same way)
     if mode == "full":
@@ -462,8 +475,7 @@ def gather(rep: Any, mode: Any = "summary") -> RankReport | None:
         gather_s=gather_s,
         payload_bytes=size,
     )
-    rep.ranks = view
-    return view
+    return with_ranks(rep, gathered, view)
 
 
 NO_GROUP = (
@@ -472,57 +484,12 @@ NO_GROUP = (
 )
 
 
-@contextlib.contextmanager
-def gathered(
-    measuring: Any, mode: Any = True, publish: Callable[[Any], None] | None = None
-) -> Iterator[Any]:
-    """Wrap a measuring context (``Engine.measure``) so that its report is
-    gathered across ranks when the block ends (:func:`gather`).
-
-    The gather also runs when the block raised (a ``fail_on_recompile``
-    refusal on one rank), so that the other ranks are not left waiting; the
-    exception then propagates unchanged. After a KeyboardInterrupt (or any
-    other BaseException) nothing is gathered: an interrupt is never held up.
-    Without a process group this warns once and measures this process alone.
-
-    ``publish`` (``Engine.add_report``, with a measuring context that does
-    not record) is called with the report once it is complete, the combined
-    view on rank 0 included, so that the history and open panels never see
-    it without.
-    """
-    mode = _check_mode(mode)
-    rep = None
-    try:
-        if not process_group_ready():
-            warnings.warn(f"stance_magic: gather ignored: {NO_GROUP}", RuntimeWarning, stacklevel=3)
-            with measuring as rep:
-                yield rep
-            return
-        try:
-            with measuring as rep:
-                yield rep
-        except Exception:
-            if rep is not None:
-                gather(rep, mode)
-            raise
-        if rep is not None:
-            gather(rep, mode)
-    finally:
-        if rep is not None and publish is not None:
-            publish(rep)
-
-
-def session_stances(stance: Any = None) -> list[str] | None:
+def session_stances(stance: Any) -> list[str] | None:
     """Every rank's session stance, on rank 0 (a collective; None elsewhere).
 
-    ``stance`` is this rank's (default: the engine's session stance).
-    ``%stance NAME --ranks`` sets the stance and then calls this, so that
-    rank 0 can say whether all ranks agree.
+    ``stance`` is this rank's. ``%stance NAME --ranks`` sets the stance and
+    then calls this, so that rank 0 can say whether all ranks agree.
     """
-    if stance is None:
-        from .engine import get_engine
-
-        stance = get_engine().session
     dist = _dist()
     rank, world = dist.get_rank(), dist.get_world_size()
     out: list[Any] | None = [None] * world if rank == 0 else None
@@ -554,15 +521,19 @@ def shown_rows(view: RankReport) -> list[RankSummary]:
 class RankNote:
     """What a rank other than 0 shows after a gathered cell: one line."""
 
-    def __init__(self, rep: Any, rank: int, world: int) -> None:
+    compiled_anything = False
+
+    def __init__(self, rep: CellReport) -> None:
+        g = rep.gathered
+        assert g is not None, "a report gathered from this rank"
         self.rep = rep
         self.text = (
-            f"stance_magic: rank {rank} of {world}: {rep.compiles} compile(s), "
+            f"stance_magic: rank {g.rank} of {g.world_size}: {rep.compiles} compile(s), "
             f"{len(rep.recompiles)} recompile(s)"
             + (f", {_cut(rep.error, 80)}" if rep.error else "")
-            + "; the combined view is on rank 0 (this rank's report: stance_magic.history()[-1])"
+            + f"; the combined view is on rank {g.to} (this rank's report: "
+            "stance_magic.history()[-1])"
         )
-        self.compiled_anything = False
 
     def __str__(self) -> str:
         return self.text
@@ -574,16 +545,12 @@ class RankNote:
         )
 
 
-def to_show(rep: Any, plot: bool) -> tuple[Any, bool]:
+def to_show(rep: CellReport, plot: bool) -> tuple[Any, bool]:
     """What a cell gathered across ranks displays, with whether to chart it:
     rank 0 the combined view, another rank one line, an interrupted cell
     (nothing gathered) its own report."""
     if rep.ranks is not None:
         return rep.ranks, plot
-    if any(_RANK_NOTE.match(n) for n in rep.notes) and process_group_ready():
-        dist = _dist()
-        return RankNote(rep, dist.get_rank(), dist.get_world_size()), False
+    if rep.gathered is not None:
+        return RankNote(rep), False
     return rep, plot
-
-
-_RANK_NOTE = re.compile(r"rank \d+ of \d+: ")

@@ -1,33 +1,76 @@
-"""Text and HTML views of reports and the history. Every user string is escaped."""
+"""Text and HTML views of reports and the history: every sentence a report
+shows is made here, from the report's numbers and names. Every user string
+is escaped.
+
+Reports come in as the plain data of :mod:`stance_magic.report`, read by
+their fields: this module imports no report class (the report's own
+``text()`` and ``html()`` hand themselves over to it, one way).
+
+The views take ``max_details``: how many detail lines a row shows before the
+rest fold (``StanceMagics.max_details``, which the magics hand to IPython's
+formatters for the session; :data:`MAX_DETAILS` otherwise).
+"""
 
 from __future__ import annotations
 
 import html
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .report import PHASE_LABELS, PHASES, CellReport
-from .share import share_html, share_text
 from .stance import stance_text
-from .text import cell_label, first_line, fmt_bytes, fmt_s, shorten
+from .text import cell_label, fmt_bytes, fmt_s, shorten
 from .text import plural as _plural
 
+__all__ = [
+    "MAX_DETAILS",
+    "BreakList",
+    "History",
+    "break_todo",
+    "budget_text",
+    "cache_line",
+    "cache_verdict",
+    "history_html",
+    "history_text",
+    "lookup_bound",
+    "lookup_method",
+    "ranks_html",
+    "ranks_text",
+    "report_html",
+    "report_text",
+    "share_lines",
+    "summary_line",
+]
 
-def _stance_line(rep: CellReport) -> str:
+#: How each compile phase is named, in the report's order of phases.
+PHASE_LABELS = {
+    "dynamo": "Dynamo tracing",
+    "aot_autograd": "AOTAutograd",
+    "backend": "Inductor/backend",
+    "codegen": "code generation",
+    "other": "other",
+}
+
+#: How the report names each compile cache.
+CACHE_LABELS = {"aot_autograd": "AOTAutograd cache", "inductor": "FX graph cache"}
+
+
+def _stance_line(rep: Any) -> str:
     return stance_text(rep.stance, rep.skip_guard_eval_unsafe, rep.backend)
 
 
-def _breakdown(rep: CellReport) -> str:
+def _breakdown(rep: Any) -> str:
     parts = [
-        f"{PHASE_LABELS[p]} {fmt_s(rep.compile_breakdown.get(p, 0.0))}"
-        for p in PHASES
+        f"{label} {fmt_s(rep.compile_breakdown.get(p, 0.0))}"
+        for p, label in PHASE_LABELS.items()
         if rep.compile_breakdown.get(p, 0.0) >= 1e-6
     ]
     return ", ".join(parts)
 
 
-def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
+def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
     """(label, value, detail lines) for each row of a cell report."""
     rows: list[tuple[str, str, list[str]]] = []
     rows.append(("stance", _stance_line(rep), []))
@@ -42,11 +85,13 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
     for lim in rep.recompile_limits:
         rows.append(("recompile limit", _limit_value(lim), _limit_details(lim)))
     shown = [b for b in rep.recompile_budget if b.entries > 1 or b.near]
-    if shown:
-        full = rep.fullest
-        value = str(full) if len(shown) == 1 else f"{len(shown)} frames; fullest: {full}"
-        value += f" ({full.setting})"
-        rows.append(("recompile budget", value, [str(b) for b in shown] if len(shown) > 1 else []))
+    full = rep.tightest_budget
+    if shown and full is not None:
+        text = budget_text(full)
+        value = text if len(shown) == 1 else f"{len(shown)} frames; fullest: {text}"
+        value += f" ({_budget_setting(full)})"
+        details = [budget_text(b) for b in shown] if len(shown) > 1 else []
+        rows.append(("recompile budget", value, details))
     dyn = [d for d in rep.dynamic_shapes if d.dynamic]
     if dyn:
         details = []
@@ -63,7 +108,7 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
     nb = rep.graph_break_count
     rows.append(("graph breaks", str(nb), _break_lines(rep.graph_break_details)))
     rows.append(("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", []))
-    rows.append(("cache lookups", _guard_value(rep), _guard_details(rep)))
+    rows.append(("cache lookups", _lookup_value(rep), _lookup_details(rep.lookups)))
     for fig in rep.memory:
         rows.append(
             (
@@ -125,17 +170,63 @@ def report_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
 MAX_DETAILS = 8
 
 
+def budget_text(b: Any) -> str:
+    """``f (In [3], line 1): 7 of 8 entries (1 left: the next recompile is the last)``."""
+    limit = "?" if b.limit is None else b.limit
+    text = f"{b.where}: {b.entries} of {limit} entries"
+    if b.left == 0:
+        text += " (at the limit: torch runs new cases eagerly)"
+    elif b.left == 1:
+        text += " (1 left: the next recompile is the last)"
+    return text
+
+
+def _budget_setting(b: Any) -> str:
+    """Where a frame's limit comes from, as the report names it."""
+    if b.per_call:
+        return f"recompile_limit={b.limit} of its torch.compile"
+    return b.config
+
+
+def failure_text(f: Any) -> str:
+    """A failed guard (or a recompile's reason) with the user's line it came from."""
+    return f"{f.reason}  ← {f.guard_source}" if f.guard_source else f.reason
+
+
+def break_todo(g: Any) -> str:
+    """One to-do line: where (the user's line first), what, its cost, the fix."""
+    place = g.place
+    if g.user_filename:
+        src = f" `{g.user_source}`" if g.user_source else ""
+        place = f"{g.user_where}{src} (inside {g.where})"
+    head = g.gb_type or g.summary.split(":", 1)[0]
+    tag = f" [{g.gb_id}]" if g.gb_id else ""
+    cost = ""
+    if g.frames_after:
+        cost = f"; {g.frames_after} more frame{'s' if g.frames_after != 1 else ''}"
+        cost += f" compiled after it ({fmt_s(g.compile_s_after)})"
+    hint = f"; hint: {g.hints[0]}" if g.hints else ""
+    return f"{g.count}× {place}: {head}{tag}{cost}{hint}"
+
+
 def _more(n: int) -> str:
     return f"and {n} more (all in the report's data and %stance history --json)"
 
 
-def _notes(rep: CellReport) -> list[str]:
+def _notes(rep: Any) -> list[str]:
     notes = list(rep.notes)
     if rep.memory_on:
         notes.append(
             "times taken with memory measuring on (-m): each allocation was reported to "
             "torch's profiler while the cell ran (reading the events back afterwards is "
             "not in the wall time)"
+        )
+    g = rep.gathered
+    if g is not None and g.rank != g.to:
+        what = "report" if g.mode == "full" else "summary"
+        notes.append(
+            f"rank {g.rank} of {g.world_size}: this rank's {what} went to rank {g.to}, which "
+            "shows the combined view of all ranks"
         )
     return notes
 
@@ -145,7 +236,7 @@ def _break_lines(breaks: Sequence[Any]) -> list[str]:
     torch's documentation page."""
     out = []
     for g in breaks:
-        line = g.todo()
+        line = break_todo(g)
         if getattr(g, "url", ""):
             line += f" · docs: {g.url}"
         out.append(line)
@@ -160,7 +251,8 @@ def _linked(escaped: str) -> str:
     return _URL.sub(r'<a href="\1" target="_blank" rel="noopener">\1</a>', escaped)
 
 
-def report_text(rep: CellReport) -> str:
+def report_text(rep: Any, max_details: int = MAX_DETAILS) -> str:
+    """A report as text: one row per figure, its details under it."""
     which = cell_label(rep)
     title = f"stance_magic report, {which}" if which else "stance_magic report"
     rows = report_rows(rep)
@@ -168,13 +260,13 @@ def report_text(rep: CellReport) -> str:
     out = [title]
     for label, value, details in rows:
         out.append(f"  {label:<{width}}  {value}")
-        for d in details[:MAX_DETAILS]:
+        for d in details[:max_details]:
             out.append(f"  {'':<{width}}    - {d}")
-        if len(details) > MAX_DETAILS:
-            out.append(f"  {'':<{width}}    … {_more(len(details) - MAX_DETAILS)}")
+        if len(details) > max_details:
+            out.append(f"  {'':<{width}}    … {_more(len(details) - max_details)}")
     for note in _notes(rep):
         out.append(f"  note: {note}")
-    out.extend(share_text(rep))
+    out.extend(f"  {what}: {where}" for what, where in share_lines(rep))
     return "\n".join(out)
 
 
@@ -193,7 +285,9 @@ CSS = (
 )
 
 
-def report_html(rep: CellReport) -> str:
+def report_html(rep: Any, max_details: int = MAX_DETAILS) -> str:
+    """A report as an HTML table (every string escaped); details past
+    ``max_details`` fold into a ``<details>``."""
     e = html.escape
     which = cell_label(rep)
     title = f"stance_magic · {which}" if which else "stance_magic"
@@ -207,13 +301,13 @@ def report_html(rep: CellReport) -> str:
         if details:
             det = (
                 "<ul>"
-                + "".join(f"<li>{_linked(e(d))}</li>" for d in details[:MAX_DETAILS])
+                + "".join(f"<li>{_linked(e(d))}</li>" for d in details[:max_details])
                 + "</ul>"
             )
-        if len(details) > MAX_DETAILS:
-            rest = "".join(f"<li>{_linked(e(d))}</li>" for d in details[MAX_DETAILS:])
+        if len(details) > max_details:
+            rest = "".join(f"<li>{_linked(e(d))}</li>" for d in details[max_details:])
             det += (
-                f"<details><summary>{e(_more(len(details) - MAX_DETAILS))}</summary>"
+                f"<details><summary>{e(_more(len(details) - max_details))}</summary>"
                 f"<ul>{rest}</ul></details>"
             )
         rows.append(f"<tr><th>{e(label)}</th><td{cls}>{e(value)}{det}</td></tr>")
@@ -221,7 +315,7 @@ def report_html(rep: CellReport) -> str:
     return (
         f'{CSS}<table class="sm-report"><caption>{e(title)}</caption>'
         + "".join(rows)
-        + share_html(rep)
+        + _share_html(rep)
         + notes
         + "</table>"
     )
@@ -253,16 +347,17 @@ BUDGET_COLUMN = ("budget", "entries")
 CACHE_COLUMNS = (("cache_state", "caches"), ("fx_hits_misses", "FX hits/misses"))
 
 
-def _columns(reports: Iterable[CellReport]) -> tuple[tuple[str, str], ...]:
+def _columns(reports: Iterable[Any]) -> tuple[tuple[str, str], ...]:
     reports = list(reports)
     columns = HISTORY_COLUMNS
-    if any(r.fullest is not None and (r.fullest.entries > 1 or r.fullest.near) for r in reports):
+    tight = [r.tightest_budget for r in reports]
+    if any(b is not None and (b.entries > 1 or b.near) for b in tight):
         i = [k for k, _ in columns].index("recompiles") + 1
         columns = (*columns[:i], BUDGET_COLUMN, *columns[i:])
     if any(r.memory for r in reports):
         i = [k for k, _ in columns].index("guard_s") + 1
         columns = (*columns[:i], MEMORY_COLUMN, *columns[i:])
-    if any(getattr(r, "cache_state", "") for r in reports):
+    if any(r.compile_caches.state for r in reports):
         i = [k for k, _ in columns].index("compile_s") + 1
         columns = (*columns[:i], *CACHE_COLUMNS, *columns[i:])
     return columns
@@ -298,7 +393,7 @@ def html_table(head: Sequence[str], body: Sequence[Sequence[str]], caption: str 
     )
 
 
-def _history_body(reports: Iterable[CellReport]) -> tuple[list[str], list[list[str]]]:
+def _history_body(reports: Iterable[Any]) -> tuple[list[str], list[list[str]]]:
     reports = list(reports)
     columns = _columns(reports)
     rows = [r.summary_row() for r in reports]
@@ -310,14 +405,14 @@ def _history_body(reports: Iterable[CellReport]) -> tuple[list[str], list[list[s
     return [h for _, h in columns], [[_cell(k, row[k]) for k, _ in columns] for row in rows]
 
 
-def history_text(reports: Iterable[CellReport]) -> str:
+def history_text(reports: Iterable[Any]) -> str:
     head, body = _history_body(reports)
     if not body:
         return "stance_magic history: no measured cells yet"
     return text_table(head, body)
 
 
-def history_html(reports: Iterable[CellReport]) -> str:
+def history_html(reports: Iterable[Any]) -> str:
     head, body = _history_body(reports)
     if not body:
         return "<p>stance_magic history: no measured cells yet</p>"
@@ -337,22 +432,6 @@ class History(list):
         p.text(str(self))
 
 
-__all__ = [
-    "History",
-    "cell_label",
-    "first_line",
-    "fmt_bytes",
-    "fmt_s",
-    "history_html",
-    "history_text",
-    "ranks_html",
-    "ranks_text",
-    "report_html",
-    "shorten",
-    "summary_line",
-]
-
-
 # -- across ranks (stance_magic.ranks.RankReport) ------------------------------
 
 
@@ -368,7 +447,7 @@ def _rank_columns(view: Any) -> list[tuple[str, Any]]:
         ("recompiles", lambda r: str(r.recompiles)),
         ("breaks", lambda r: str(r.graph_breaks)),
         ("hits/misses", lambda r: f"{r.cache_hits}/{r.cache_misses}"),
-        ("guards", lambda r: fmt_s(r.guard_s)),
+        ("guards", lambda r: fmt_s(r.lookup_s)),
     ]
     if any(r.peak_bytes is not None for r in view.rows):
         cols.append(("peak memory", lambda r: fmt_bytes(r.peak_bytes)))
@@ -417,7 +496,7 @@ def _flag_lines(view: Any) -> list[str]:
     return head + [f.message for f in view.flags if not f.divergence]
 
 
-def ranks_text(view: Any) -> str:
+def ranks_text(view: Any, max_details: int = MAX_DETAILS) -> str:
     """A :class:`~stance_magic.ranks.RankReport` as text: one row per rank,
     where they diverged, how the gather went."""
     cols = _rank_columns(view)
@@ -431,11 +510,11 @@ def ranks_text(view: Any) -> str:
     out.append(f"  note: {_gather_line(view)}")
     if view.mode == "full" and view.reports:
         for rank, rep in enumerate(view.reports):
-            out.append(f"\n--- rank {rank} ---\n{rep}")
+            out.append(f"\n--- rank {rank} ---\n{report_text(rep, max_details)}")
     return "\n".join(out)
 
 
-def ranks_html(view: Any) -> str:
+def ranks_html(view: Any, max_details: int = MAX_DETAILS) -> str:
     """A :class:`~stance_magic.ranks.RankReport` as HTML (every string escaped);
     diverged ranks in the error colour."""
     e = html.escape
@@ -470,7 +549,8 @@ def ranks_html(view: Any) -> str:
     if view.mode == "full" and view.reports:
         for rank, rep in enumerate(view.reports):
             parts.append(
-                f"<details><summary>rank {rank}: full report</summary>{report_html(rep)}</details>"
+                f"<details><summary>rank {rank}: full report</summary>"
+                f"{report_html(rep, max_details)}</details>"
             )
     return "".join(parts)
 
@@ -503,14 +583,14 @@ def summary_line(rep: Any, session: Any = None) -> str:
         parts.append(_plural(rep.eager_fallbacks, "eager fallback"))
     if rep.refused_recompiles:
         parts.append(_plural(rep.refused_recompiles, "refused recompile"))
-    eager = sum(getattr(rep, "eager_calls", {}).values())
+    eager = sum(rep.eager_calls.values())
     if eager:
         parts.append(f"{_plural(eager, 'call')} run eagerly")
     parts.append(_plural(rep.cache_hits, "cache hit"))
-    for lim in getattr(rep, "recompile_limits", []):
+    for lim in rep.recompile_limits:
         parts.append(f"{lim.where.split(' (')[0]} at its recompile limit")
-    full = getattr(rep, "fullest", None)
-    if full is not None and full.left == 1 and not getattr(rep, "recompile_limits", None):
+    full = rep.tightest_budget
+    if full is not None and full.left == 1 and not rep.recompile_limits:
         parts.append(f"{full.where.split(' (')[0]}: 1 recompile left")
     line = f"{cell_label(rep)} · {stance} · {fmt_s(rep.wall_s)}: {', '.join(parts)}"
     if rep.error:
@@ -537,22 +617,28 @@ class BreakList(list):
     first (``stance_magic.breaks()``, ``%stance breaks``)."""
 
     @classmethod
-    def of(cls, reports: Iterable[CellReport]) -> BreakList:
-        groups: dict[tuple[str, str], BreakEntry] = {}
+    def of(cls, reports: Iterable[Any]) -> BreakList:
+        groups: dict[tuple[str, str], list[tuple[Any, str]]] = {}
         for rep in reports:
             for g in rep.graph_break_details:
-                place = g.user_where or g.where
-                key = (g.kind, place)
-                entry = groups.get(key)
-                if entry is None:
-                    entry = groups[key] = BreakEntry(g.kind, place, g.todo(), g.url)
-                entry.count += g.count
-                entry.frames_after += g.frames_after
-                entry.compile_s_after += g.compile_s_after
-                label = cell_label(rep)
-                if label and label not in entry.cells:
-                    entry.cells.append(label)
-        return cls(sorted(groups.values(), key=lambda b: (-b.compile_s_after, -b.count)))
+                key = (g.kind, g.user_where or g.where)
+                groups.setdefault(key, []).append((g, cell_label(rep)))
+        entries = []
+        for (kind, place), found in groups.items():
+            first = found[0][0]
+            entries.append(
+                BreakEntry(
+                    kind,
+                    place,
+                    break_todo(first),
+                    first.url,
+                    count=sum(g.count for g, _ in found),
+                    frames_after=sum(g.frames_after for g, _ in found),
+                    compile_s_after=sum(g.compile_s_after for g, _ in found),
+                    cells=list(dict.fromkeys(label for _, label in found if label)),
+                )
+            )
+        return cls(sorted(entries, key=lambda b: (-b.compile_s_after, -b.count)))
 
     def _rows(self) -> list[list[str]]:
         return [
@@ -603,7 +689,7 @@ def advice_html(lines: Iterable[str]) -> str:
     return f'<ul class="sm-advice" style="margin:2px 0 6px;font-size:12px">{items}</ul>'
 
 
-def _compiles_value(rep: CellReport) -> str:
+def _compiles_value(rep: Any) -> str:
     text = _plural(rep.compiles, "frame") + " traced"
     if rep.backward_compiles:
         text += f" + {_plural(rep.backward_compiles, 'backward graph')}"
@@ -620,7 +706,7 @@ def _compiles_value(rep: CellReport) -> str:
     return text
 
 
-def _frame_line(rep: CellReport, f: Any) -> str:
+def _frame_line(rep: Any, f: Any) -> str:
     text = f"{f.where}: {fmt_s(f.seconds)}"
     tags = []
     if not f.graph and not f.failed:
@@ -636,27 +722,99 @@ def _frame_line(rep: CellReport, f: Any) -> str:
     return text
 
 
-def _guard_value(rep: CellReport) -> str:
+def _lookup_value(rep: Any) -> str:
     # A lookup is more than its guard checks (the frame's locals, the call
     # into Dynamo): the figure is named for what it times.
-    if rep.guard_s is None:
+    lk = rep.lookups
+    if lk.seconds is None:
         text = "time n/a"
     else:
-        bound = "≥ " if rep.guard_bound else ""
-        text = f"{bound}{fmt_s(rep.guard_s)}"
-        if rep.guard_per_call_s is not None:
-            text += f" ({fmt_s(rep.guard_per_call_s)} per timed lookup, median)"
+        bound = "≥ " if lk.lower_bound else ""
+        text = f"{bound}{fmt_s(lk.seconds)}"
+        if lk.per_lookup_s is not None:
+            text += f" ({fmt_s(lk.per_lookup_s)} per timed lookup, median)"
     if rep.compiles:
         text += f"; {rep.guard_count} guards in the entries compiled here"
     return text
 
 
-def _recompile_lines(rep: CellReport) -> list[str]:
+def lookup_method(lk: Any) -> str:
+    """How a cell's cache lookups were measured, in one line."""
+    from .probe import CACHE_LOOKUP_EVENT, SAMPLE_EVERY, SAMPLE_FIRST, torch_str
+
+    if lk.method == "profiler":
+        text = (
+            f"measured: {lk.profiled} '{CACHE_LOOKUP_EVENT}' profiler events (frame locals "
+            "plus guards); the profiler slows the rest of the cell"
+        )
+        if lk.profiler_counts_empty:
+            text += (
+                f"; torch {torch_str()}'s profiler also reports lookups of frames "
+                "with nothing compiled (the first call, torch's own frames after a "
+                "compile), counted here too"
+            )
+        return text
+    if not lk.count:
+        return "no cache lookups in this cell"
+    if not lk.timed:
+        return (
+            f"not timed: the {_plural(lk.untimed, 'lookup')} of this cell came from resume "
+            "functions after graph breaks or frames compiled on their own, which have no "
+            "start to time from (use -g to measure them with the profiler)"
+        )
+    text = (
+        f"timed in situ: {_plural(lk.timed, 'lookup')}, each from torch.compile's call into "
+        "Dynamo to the end of the lookup (frame locals, guard checks); -u saves part of "
+        "it, as it still builds the locals and runs the guards that tell entries apart"
+    )
+    if lk.resumed:
+        text += (
+            f"; {_plural(lk.resumed, 'nested lookup')} (resume functions after graph breaks, "
+            "frames compiled on their own) timed from the call that made them "
+            "(sys.monitoring)"
+        )
+    if lk.sampled:
+        text += (
+            f"; {lk.timed} of {lk.timed + lk.sampled} lookups of the called functions timed "
+            f"(the first {SAMPLE_FIRST} of each, then 1 in {SAMPLE_EVERY}), the "
+            "total extrapolated from them per function"
+        )
+    return text
+
+
+def lookup_bound(lk: Any) -> str | None:
+    """Why the lookups' time is a lower bound (some could not be timed), or None."""
+    if not lk.lower_bound:
+        return None
+    if not lk.untimed_why:
+        which = (
+            "resume functions after graph breaks, frames compiled on their own: the "
+            "first lookup from each caller while measured"
+        )
+        if lk.no_ex_calls:
+            which += (
+                ", and on Python 3.12 those made by a call with *args/**kwargs, as "
+                "torch's calls of resume functions and of module forwards are (3.12 "
+                "gives no monitoring event for them)"
+            )
+        which += "; the others are timed"
+    else:
+        which = (
+            "resume functions after graph breaks, frames compiled on their own; "
+            f"timing them from their call {lk.untimed_why}"
+        )
+    return (
+        f"a lower bound: {_plural(lk.untimed, 'more lookup')} ({which}) have no start to "
+        "time from; -g measures all of them with the profiler"
+    )
+
+
+def _recompile_lines(rep: Any) -> list[str]:
     """Each recompile with torch's first reason, then the guard that failed on
     every other cache entry (torch's record keeps only the first)."""
     out = []
     for r in rep.recompile_details:
-        line = f"{r.where}: {r}"
+        line = f"{r.where}: {failure_text(r)}"
         others = [f.reason for f in r.failures[1:]]
         if others:
             line += f" (other entries failed on: {'; '.join(others)})"
@@ -685,15 +843,16 @@ def _limit_details(lim: Any) -> list[str]:
         "matches runs eagerly, silently"
     ]
     for f in lim.failures:
-        out.append(f"guard that failed: {f}")
+        out.append(f"guard that failed: {failure_text(f)}")
     return out
 
 
-def _guard_details(rep: CellReport) -> list[str]:
-    out = [rep.guard_method] if rep.guard_method else []
-    if rep.guard_bound:
-        out.append(rep.guard_bound)
-    looked_up = [t for t in rep.guard_targets if t.timed or t.untimed or t.sampled]
+def _lookup_details(lk: Any) -> list[str]:
+    out = [lookup_method(lk)]
+    bound = lookup_bound(lk)
+    if bound:
+        out.append(bound)
+    looked_up = [t for t in lk.targets if t.timed or t.untimed or t.sampled]
     if len(looked_up) > 1 or any(t.untimed for t in looked_up):
         for t in looked_up:
             line = f"{t.name}"
@@ -718,7 +877,7 @@ _EAGER_WHY = {
 }
 
 
-def _eager_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
+def _eager_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
     rows: list[tuple[str, str, list[str]]] = []
     if rep.eager_first_calls:
         details = [
@@ -740,12 +899,151 @@ def _eager_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
     return rows
 
 
-def _cache_rows(rep: CellReport) -> list[tuple[str, str, list[str]]]:
+def _cache_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
     """Compile time by where it came from: Dynamo tracing, then AOTAutograd's
     and Inductor's FX graph cache (hit: loaded; miss: generated), per compile."""
-    if not rep.cache_verdict:
+    verdict = cache_verdict(rep.compile_caches)
+    if not verdict:
         return []
-    from .report import cache_line
-
     details = [cache_line(f) for f in rep.frames if f.caches]
-    return [("compile caches", rep.cache_verdict, details)]
+    return [("compile caches", verdict, details)]
+
+
+def cache_use_text(c: Any) -> str:
+    """``FX graph cache 1 hit, 2 misses``."""
+    label = CACHE_LABELS.get(c.cache, c.cache)
+    if c.state == "off":
+        return f"{label} off"
+    parts = []
+    if c.hits:
+        parts.append(_plural(c.hits, "hit"))
+    if c.misses:
+        parts.append(f"{c.misses} miss{'es' if c.misses != 1 else ''}")
+    if c.bypasses:
+        parts.append(f"{c.bypasses} bypass{'es' if c.bypasses != 1 else ''}")
+    return f"{label} {', '.join(parts) or 'not consulted'}"
+
+
+def cache_line(f: Any) -> str:
+    """One compile, by where its time came from."""
+    from .probe import first_line as torch_first_line
+
+    dynamo = f.phases.get("dynamo", 0.0)
+    rest = max(f.seconds - dynamo, 0.0)
+    source = f.source
+    text = f"{f.where}: Dynamo tracing {fmt_s(dynamo)}"
+    if f.kind == "backward":
+        text = f"backward graph of {f.compile_id}"
+    text += "; " + ", ".join(cache_use_text(c) for c in f.caches)
+    verb = {"loaded": "loaded", "partly loaded": "partly loaded,"}.get(source, "generated")
+    text += f": {verb} in {fmt_s(rest)}"
+    saved = f.saved_s
+    if source != "generated" and saved is not None:
+        text += f" (torch recorded {fmt_s(saved)} generating it)"
+    for c in f.caches:
+        for r in c.reasons:
+            text += f"; {CACHE_LABELS.get(c.cache, c.cache)} bypassed: {torch_first_line(r)}"
+    return text
+
+
+def cache_verdict(cc: Any) -> str:
+    """The cell's compile caches in one line: warm, partly warm, cold or off,
+    with the times loaded and generated ("" when no compile consulted them)."""
+    if not cc.state:
+        return ""
+    dynamo = cc.dynamo_s
+    if cc.state == "caches off":
+        return (
+            f"caches off ({' and '.join(cc.off)}): {_plural(cc.consulted, 'compile')} "
+            f"generated everything, {fmt_s(cc.generated_s)} beyond Dynamo tracing "
+            f"({fmt_s(dynamo)})"
+        )
+    aot = ""
+    if cc.aot_hits or cc.aot_misses:
+        aot = f"; AOTAutograd cache: {_plural(cc.aot_hits, 'hit')}, "
+        aot += f"{cc.aot_misses} miss{'es' if cc.aot_misses != 1 else ''}"
+    graphs = cc.graphs
+    if cc.state == "warm":
+        text = (
+            f"warm: {cc.fx_hits} of {graphs} graphs loaded from the FX graph cache{aot}; "
+            f"{fmt_s(cc.loaded_s)} beyond Dynamo tracing ({fmt_s(dynamo)}, paid every time)"
+        )
+        if cc.cold is not None:
+            same = (
+                "the same graphs"
+                if cc.cold.matched == cc.loaded
+                else f"{cc.cold.matched} of these compiles"
+            )
+            text += f"; a cold compile of {same} took {fmt_s(cc.cold.seconds)} in {cc.cold.cell}"
+        elif cc.saved_s is not None:
+            text += f"; torch recorded {fmt_s(cc.saved_s)} for generating them"
+    elif cc.state == "partly warm":
+        text = (
+            f"partly warm: {cc.fx_hits} of {graphs} graphs loaded from the FX graph cache{aot}; "
+            f"{fmt_s(cc.loaded_s)} loading, {fmt_s(cc.generated_s)} generating, "
+            f"Dynamo tracing {fmt_s(dynamo)}"
+        )
+    else:
+        text = (
+            f"cold: {graphs} graph{'s' if graphs != 1 else ''} generated (FX graph cache: "
+            f"{cc.fx_misses} miss{'es' if cc.fx_misses != 1 else ''}{aot}); "
+            f"{fmt_s(cc.generated_s)} beyond Dynamo tracing ({fmt_s(dynamo)})"
+        )
+    bypasses = cc.fx_bypasses + cc.aot_bypasses
+    if bypasses:
+        reason = cc.bypass_reasons[0] if cc.bypass_reasons else "torch gave no reason"
+        text += f"; {bypasses} bypass{'es' if bypasses != 1 else ''} ({reason})"
+    if cc.loaded_from:
+        text += f"; loaded by %stance cache load from {cc.loaded_from}"
+    return text
+
+
+# -- what --trace and --timeline wrote ------------------------------------------
+
+
+def share_lines(rep: Any) -> list[tuple[str, str]]:
+    """(what, where) rows: the trace file, tlparse's report, the timeline."""
+    sh = rep.shared
+    rows = []
+    if sh.trace_file:
+        ids = sh.trace_compile_ids
+        what = f"trace ({len(ids)} compile id{'s' if len(ids) != 1 else ''})"
+        rows.append((what, _shown(sh.trace_file)))
+    if sh.tlparse_index:
+        rows.append(("tlparse", _shown(sh.tlparse_index)))
+    if sh.timeline_file:
+        rows.append(("timeline", _shown(sh.timeline_file)))
+    return rows
+
+
+def _share_html(rep: Any) -> str:
+    """Rows for the report's table; tlparse's index and the timeline as links
+    (a notebook opens ``file`` links relative to the notebook's folder)."""
+    e = html.escape
+    out = []
+    for what, where in share_lines(rep):
+        href = _href(where)
+        value = f'<a href="{e(href)}" target="_blank">{e(where)}</a>' if href else e(where)
+        if what == "timeline":
+            value += " (open in ui.perfetto.dev or chrome://tracing)"
+        out.append(f"<tr><th>{e(what)}</th><td>{value}</td></tr>")
+    return "".join(out)
+
+
+def _shown(path: str) -> str:
+    """A path as the report shows it: from the current directory (the
+    notebook's folder) when it is under it, else as it is."""
+    rel = _href(path)
+    return rel if rel is not None else path
+
+
+def _href(path: str) -> str | None:
+    """A link a notebook can follow: relative to the current directory when
+    the file is under it (Jupyter serves files from there), else None."""
+    try:
+        rel = os.path.relpath(os.path.realpath(path), os.path.realpath(os.getcwd()))
+    except ValueError:
+        return None
+    if rel.startswith(".."):
+        return None
+    return "/".join(Path(rel).parts)

@@ -7,7 +7,6 @@ without importing each other.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 __all__ = [
@@ -17,8 +16,6 @@ __all__ = [
     "fmt_s",
     "place",
     "plural",
-    "running_cell_number",
-    "short_path",
     "shorten",
 ]
 
@@ -98,8 +95,8 @@ def cell_label(rep: Any) -> str:
 
 def place(loc: str, line: int | None) -> str:
     """A line in a file as a reader knows it: ``In [3], line 4`` in a
-    notebook cell, ``pkg/mod.py:4`` in a file (``loc`` as :func:`short_path`
-    writes it).
+    notebook cell, ``pkg/mod.py:4`` in a file (``loc`` as
+    :func:`stance_magic.paths.short_path` writes it).
 
     Examples
     --------
@@ -109,60 +106,3 @@ def place(loc: str, line: int | None) -> str:
     if not line:
         return loc
     return f"{loc}, line {line}" if loc.startswith("In [") else f"{loc}:{line}"
-
-
-def short_path(path: str) -> str:
-    """A file path as a reader knows it: a notebook cell as ``In [N]``, a
-    library file without its site-packages (or current directory) prefix."""
-    import os
-    import site
-
-    cell = _cell_number(path)
-    if cell is not None:
-        return f"In [{cell}]"
-    prefixes = [*site.getsitepackages(), site.getusersitepackages(), os.getcwd()]
-    for prefix in sorted(prefixes, key=len, reverse=True):
-        prefix = prefix.rstrip(os.sep) + os.sep
-        if path.startswith(prefix):
-            return path[len(prefix) :]
-    return path
-
-
-def running_cell_number() -> int | None:
-    """The number IPython gave the cell running now (``In [N]``): the
-    outermost notebook cell on the stack, or None outside one."""
-    names = _filename_map()
-    if not names:
-        return None
-    found = None
-    f = sys._getframe(1)
-    while f is not None:
-        number = names.get(f.f_code.co_filename)
-        if isinstance(number, int) and number > 0:
-            found = number
-        f = f.f_back
-    return found
-
-
-def _filename_map() -> dict[str, Any] | None:
-    ip = sys.modules.get("IPython")
-    get = getattr(ip, "get_ipython", None) if ip is not None else None
-    shell = get() if get is not None else None
-    return getattr(getattr(shell, "compile", None), "_filename_map", None)
-
-
-def _cell_number(path: str) -> int | None:
-    """The execution count IPython gave the cell compiled under ``path``
-    (looked up in ``sys.modules``: this imports nothing)."""
-    names = _filename_map()
-    if not names:
-        return None
-    if path not in names:
-        # torch shortens paths in some messages (``mp/ipykernel_1/2.py``)
-        if not path or path.startswith(("/", "<")):
-            return None
-        path = next((name for name in names if name.endswith(path)), "")
-        if not path:
-            return None
-    number = names[path]
-    return number if isinstance(number, int) and number > 0 else None

@@ -192,7 +192,7 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
     try:
         target = export.atomic_write(path, data)
     except OSError as err:
-        raise WarmStartError(f"cannot write {path}: {export._reason(err)}") from None
+        raise WarmStartError(f"cannot write {path}: {export.reason_of(err)}") from None
     return CacheInfo(
         "saved",
         str(target),

@@ -28,25 +28,23 @@ from __future__ import annotations
 import contextlib
 import html
 import importlib
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from .engine import (
-    SKIP_GUARD_WARNING,
-    CompiledRegionError,
-    Engine,
-    TorchSupportError,
-    get_engine,
-    reset_note,
-)
+from .engine import SKIP_GUARD_WARNING, Engine, get_engine, reset_note
+from .notebook import sent_before
+from .probe import CompiledRegionError, TorchSupportError
 from .render import summary_line
 from .stance import Stance, StanceError, make_stance, supported_stances
+
+if TYPE_CHECKING:
+    from .report import CellReport
 
 try:
     import ipywidgets as widgets
 except ImportError:  # panel() says what is missing (tests: test_without_ipywidgets)
     widgets = None
 
-__all__ = ["NO_BACKEND", "PanelUnavailable", "StancePanel", "panel", "summary_line"]
+__all__ = ["NO_BACKEND", "PanelUnavailable", "StancePanel", "panel"]
 
 #: The backend chooser's entry for "no forced backend".
 NO_BACKEND = "none"
@@ -144,40 +142,10 @@ def _backend_key(backend: Any) -> Any:
     return NO_BACKEND if backend is None else backend
 
 
-def used_compiled_code(rep: Any, previous: Any = None) -> bool:
-    """Whether a watched cell is worth showing: it changed something (see
-    :func:`stance_magic.plots.changed_something`) or ran compiled code."""
-    from .plots import changed_something
-
-    return bool(rep.cache_hits or getattr(rep, "compiled_calls", 0)) or changed_something(
-        rep, previous
-    )
-
-
-def _held_back_by_a_cell(last_cell_end: float | None) -> bool:
-    """Whether the widget message being handled was sent before the last cell
-    ended, so that it waited in the kernel for that cell (a kernel reads widget
-    messages between cells). Compares the message's own date with the
-    kernel's clock at the end of that cell; False without a kernel."""
-    if last_cell_end is None:
-        return False
-    try:
-        from IPython import get_ipython
-
-        kernel = getattr(get_ipython(), "kernel", None)
-        parent = kernel.get_parent("shell") if kernel is not None else None
-        header = (parent or {}).get("header") or {}
-        if header.get("msg_type") != "comm_msg":
-            return False
-        sent = header.get("date")
-        if isinstance(sent, str):
-            import datetime
-
-            sent = datetime.datetime.fromisoformat(sent.replace("Z", "+00:00"))
-        sent_s = sent.timestamp()
-    except Exception:  # no kernel, an older one, or an unreadable date
-        return False
-    return sent_s < last_cell_end - CLOCK_SLACK_S
+def _shown_in_panel(rep: CellReport, previous: CellReport | None) -> bool:
+    """Whether the panel's live area describes a watched cell: it is worth
+    showing, or it ran compiled code (warm hits included)."""
+    return bool(rep.cache_hits or rep.compiled_calls) or rep.worth_showing(previous)
 
 
 _Base: Any = widgets.VBox if widgets is not None else object
@@ -345,7 +313,7 @@ class StancePanel(_Base):
         self._sync_watch(self._engine.watch)
         history = self._engine.history
         for i in range(len(history) - 1, -1, -1):
-            if used_compiled_code(history[i], history[i - 1] if i else None):
+            if _shown_in_panel(history[i], history[i - 1] if i else None):
                 self._show(history[i])
                 break
 
@@ -463,15 +431,6 @@ class StancePanel(_Base):
 
     def _on_post_run_cell(self, result: Any = None) -> None:
         self._engine.cells.leave(result)
-
-    @property
-    def _last_cell_end(self) -> float | None:
-        """When the last cell ended (the engine's cell tracker says)."""
-        return self._engine.cells.last_end
-
-    @_last_cell_end.setter
-    def _last_cell_end(self, value: float | None) -> None:
-        self._engine.cells.last_end = value
 
     @contextlib.contextmanager
     def _quiet(self) -> Iterator[None]:
@@ -598,7 +557,7 @@ class StancePanel(_Base):
         """Make what the controls show the session stance, as ``%stance`` does;
         a request torch would refuse is explained and the controls go back to
         the engine's state. What happened is said in every open panel."""
-        held_back = _held_back_by_a_cell(self._last_cell_end)
+        held_back = sent_before(self._engine.cells.last_end, CLOCK_SLACK_S)
         try:
             stance = self.requested()
             self._engine.take_skip_guard_warning(stance)
@@ -626,11 +585,9 @@ class StancePanel(_Base):
         stance_cell, self._cell_stance = self._cell_stance, None
         history = self._engine.history
         previous = history[-2] if len(history) > 1 and history[-1] is rep else None
-        if stance_cell is None and not used_compiled_code(rep, previous):
+        if stance_cell is None and not _shown_in_panel(rep, previous):
             return  # a watched cell that used no compiled code: nothing to show
-        from .plots import changed_something
-
-        self._show(rep, own=stance_cell, chart=changed_something(rep, previous))
+        self._show(rep, own=stance_cell, chart=rep.worth_showing(previous))
 
     def _show(self, rep: Any, own: Stance | None = None, chart: bool = True) -> None:
         """Describe ``rep`` in the summary; fill in the report (and redraw the
@@ -652,9 +609,19 @@ class StancePanel(_Base):
             self._report_stale = False
             # ipywidgets' HTML has the line height of a form control: a table
             # reads better at the notebook's own.
-            self._report.value = f'<div style="line-height:1.4">{self._shown._repr_html_()}</div>'
+            self._report.value = f'<div style="line-height:1.4">{self._report_html()}</div>'
         if self._chart_stale:
             self._schedule_chart()
+
+    def _report_html(self) -> str:
+        """The shown report's HTML as the shell's formatter makes it (so it
+        follows the session's ``StanceMagics.max_details``), else its own."""
+        formatters = getattr(self._shell, "display_formatter", None)
+        if formatters is not None:
+            html_text = formatters.formatters["text/html"](self._shown)
+            if html_text:
+                return html_text
+        return self._shown._repr_html_()
 
     def _schedule_chart(self) -> None:
         """Draw the chart after the running cell's reply when a kernel's event

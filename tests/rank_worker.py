@@ -68,7 +68,8 @@ def main(out: Path) -> None:
 
     def on_report(event: str, value) -> None:
         if event == "report":
-            published.append({"ranks": value.ranks is not None, "notes": list(value.notes)})
+            gathered = None if value.gathered is None else dataclasses.asdict(value.gathered)
+            published.append({"ranks": value.ranks is not None, "gathered": gathered})
 
     stance_magic.get_engine().observe(on_report)
     cell("no_group", "%%stance --ranks\npass")
@@ -97,13 +98,14 @@ def main(out: Path) -> None:
     cell("breaks", "%%stance --ranks --full\nz = g(torch.randn(8, 4))")
     # the Python API
     f = sh.user_ns["f"]
-    with stance_magic.measure(gather=True) as rep:
+    with stance_magic.measure(ranks=True) as rep:
         f(torch.randn(8, 4))
     view = rep.ranks
     result["api"] = {
         "view": None if view is None else str(view),
         "divergent": None if view is None else len(view.divergent),
-        "notes": rep.notes,
+        "gathered": None if rep.gathered is None else dataclasses.asdict(rep.gathered),
+        "report_text": str(rep),
     }
     hist = [r for r in stance_magic.history() if r.ranks is not None]
     result["views"] = [
@@ -116,7 +118,11 @@ def main(out: Path) -> None:
         }
         for r in hist
     ]
-    result["own_notes"] = [r.notes for r in stance_magic.history()]
+    result["own_gathered"] = [
+        None if r.gathered is None else dataclasses.asdict(r.gathered)
+        for r in stance_magic.history()
+    ]
+    result["own_text"] = [str(r) for r in stance_magic.history()]
     result["published"] = published
     dist.barrier()
     dist.destroy_process_group()

@@ -12,6 +12,7 @@ import torch
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
 from stance_magic import causes
+from stance_magic.render import break_todo
 
 from conftest import (
     GRAPH_BREAKS_LOGGER,
@@ -320,7 +321,7 @@ def test_a_break_inside_library_code_names_the_users_line(sh, tmp_path, monkeypa
     assert g.filename.endswith("fakelib.py") and g.line == 4
     assert g.user_where.startswith("In [") and g.user_where.endswith("line 5")
     assert g.user_source == "y = fakelib.noisy(y)"
-    assert "inside fakelib.py:4" in g.todo()
+    assert "inside fakelib.py:4" in break_todo(g)
 
 
 def created(messages: list[str]) -> dict[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ import stance_magic
 from stance_magic import probe
 from stance_magic.advice import advise
 from stance_magic.compare import Steady, break_even
-from stance_magic.report import CellReport, Comparison, GraphBreak, Recompile
+from stance_magic.report import CellReport, Comparison, GraphBreak, Lookups, Recompile
 
 from conftest import run, text_outputs
 
@@ -190,21 +191,22 @@ def test_hint_for_shape_recompiles():
     )
     assert any("eager_then_compile" in h for h in advise(r))
     assert not any("eager_then_compile" in h for h in advise(rep_()))
-    r.stance = "eager_then_compile"
+    r = replace(r, stance="eager_then_compile")
     assert not any("try %%stance eager_then_compile" in h for h in advise(r))
 
 
 def test_hint_for_guard_share():
-    r = rep_(
-        wall_s=1e-4, guard_s=5e-5, guard_per_call_s=5e-6, cache_hits=10, guard_lookups_timed=10
-    )
+    lk = Lookups(method="in situ", seconds=5e-5, per_lookup_s=5e-6, timed=10)
+    r = rep_(wall_s=1e-4, lookups=lk, cache_hits=10)
     h = advise(r)
     assert any("skip_guard_eval_unsafe" in x and "50%" in x for x in h)
     # a few lookups say little; an error cell says less
-    assert not any("skip_guard" in x for x in advise(rep_(**{**vars(r), "guard_lookups_timed": 3})))
+    few = replace(lk, timed=3)
+    assert not any("skip_guard" in x for x in advise(rep_(**{**vars(r), "lookups": few})))
     assert not any("skip_guard" in x for x in advise(rep_(**{**vars(r), "error": "RuntimeError"})))
-    assert not any("skip_guard" in x for x in advise(rep_(wall_s=1.0, guard_s=1e-6)))
-    r.skip_guard_eval_unsafe = True
+    tiny = Lookups(method="in situ", seconds=1e-6)
+    assert not any("skip_guard" in x for x in advise(rep_(wall_s=1.0, lookups=tiny)))
+    r = replace(r, skip_guard_eval_unsafe=True)
     assert not any("skip_guard" in x for x in advise(r))
 
 
@@ -213,7 +215,7 @@ def test_hint_for_break_even_and_graph_breaks_and_warm():
     c = Comparison(eager_s=0.2, compiled_s=0.1, speedup=2.0, break_even_calls=10, runs=runs)
     r = rep_(compile_s=0.9, cache_hits=3, compare=c)
     assert any("paid back after 10 runs" in h for h in advise(r))
-    r.compare.break_even_calls = 2
+    r = replace(r, compare=replace(c, break_even_calls=2))
     assert not any("paid back" in h for h in advise(r))
     g = rep_(graph_break_details=[GraphBreak("print", 2, "print: a builtin")])
     assert any("2 graph breaks" in h and "print" in h for h in advise(g))
@@ -225,7 +227,7 @@ def test_hint_for_break_even_and_graph_breaks_and_warm():
         recompile_details=[recompile("size mismatch")] * 2,
         graph_break_details=[GraphBreak("x", 1, "x")],
         wall_s=1e-4,
-        guard_s=9e-5,
+        lookups=Lookups(method="in situ", seconds=9e-5),
         cache_hits=4,
     )
     assert len(advise(many)) <= 3

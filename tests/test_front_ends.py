@@ -12,7 +12,6 @@ from IPython.utils.capture import capture_output
 from traitlets.config import Config
 
 import stance_magic
-from stance_magic import render
 from stance_magic.engine import get_engine
 from stance_magic.magics import StanceMagics
 from stance_magic.options import ACCEPTS, FORMS, RULES
@@ -102,7 +101,9 @@ def test_settings_with_config_in_a_cell(shell):
     run(sh, "%config StanceMagics.max_details = 1")
     _, cap = run(sh, RECOMPILES)
     assert "… and 2 more" in text_outputs(cap)[0] and "and 2 more" in html_outputs(cap)[0]
-    assert "… and 2 more" in str(last(sh))  # every view follows it
+    # every view the session shows follows it (IPython's formatters, as the panel uses)
+    shown, _ = sh.display_formatter.format(last(sh))
+    assert "… and 2 more" in shown["text/plain"] and "and 2 more" in shown["text/html"]
     run(sh, "%config StanceMagics.hints = False")
     _, cap = run(sh, "%%stance default\nfor n in (6, 7):\n    f(torch.ones(n))")
     assert not any(t.startswith("hint:") for t in text_outputs(cap))
@@ -139,12 +140,22 @@ def test_a_bad_setting_is_refused_and_changes_nothing(shell):
 
 
 def test_unload_gives_back_what_settings_changed(shell):
+    """``max_details`` reaches every view of a report in the session through
+    IPython's formatters while the extension is loaded; unload removes them."""
+    run(shell, "import torch, stance_magic")
     run(shell, "%config StanceMagics.max_details = 2")
-    assert render.MAX_DETAILS == 2
     m = _magics(shell)
     assert m in shell.configurables
+    run(shell, RECOMPILES)
+    rep = last(shell)
+    shown, _ = shell.display_formatter.format(rep)  # what `rep` in a cell shows
+    assert "… and 1 more" in shown["text/plain"]  # 3 recompiles: 2 shown
+    html_formatter = shell.display_formatter.formatters["text/html"]
+    assert "and 1 more" in html_formatter(rep)
     shell.run_cell("%unload_ext stance_magic")
-    assert m not in shell.configurables and render.MAX_DETAILS == 8
+    assert m not in shell.configurables
+    assert "and 1 more" not in html_formatter(rep)  # the report's own view: 8 lines
+    assert "and 1 more" not in str(rep)
     shell.run_cell("%load_ext stance_magic")
     assert sum(isinstance(c, StanceMagics) for c in shell.configurables) == 1
 
@@ -192,14 +203,21 @@ def test_one_table_of_what_each_form_accepts(shell):
 
 
 def test_one_cell_tracker_for_magics_and_panel(shell):
+    """The magics and a panel both follow the shell's cells: a cell (and a
+    cell it runs) is counted once, and the end of the outermost is noted on
+    the one tracker both read, inside the outside clock's bounds."""
+    import time
+
     pytest.importorskip("ipywidgets")
     cells = get_engine().cells
     p = stance_magic.panel()
     try:
+        assert p.engine.cells is cells
         shell.user_ns["cells"] = cells
+        before = time.time()
         run(shell, "outer = cells.depth\nget_ipython().run_cell('inner = cells.depth')")
+        after = time.time()
         assert (shell.user_ns["outer"], shell.user_ns["inner"]) == (1, 2)
-        assert cells.depth == 0 and cells.last_end is not None
-        assert p._last_cell_end == cells.last_end
+        assert cells.depth == 0 and before <= cells.last_end <= after
     finally:
         p.close()

@@ -1,24 +1,29 @@
 """The package's layout, read from its code with ``ast`` (nothing is imported).
 
 * No import circle: every module import inside the package, at the top of a
-  module or inside a function, is an edge; the graph without the one
-  deliberate edge, ``report`` → ``render`` (a report's ``__str__`` and
-  ``_repr_html_`` delegate to the views), has no cycle.
-* The views (render, plots) do not import the engine.
+  module, inside a function or under ``if TYPE_CHECKING:``, is an edge, and
+  the graph has no cycle. The flow is one way: the front ends (magics, panel,
+  ``measure()``) describe a block, the engine measures it, the builder makes
+  the report, the views read it.
+* The views (render, plots, advice) import neither the engine nor the report
+  classes: reports reach them as data.
+* Nothing but the builder writes a report's field.
 * No module outside the probe reads a torch-private attribute
   (``torch._dynamo``, ``torch._C``, ``torch._inductor``, ...): each torch
-  version difference has one home.
+  version difference has one home; IPython's internals have one home too
+  (:mod:`stance_magic.notebook`), and paths are shortened in one place
+  (:mod:`stance_magic.paths`).
+* No private name crosses a module boundary: not imported, not read as an
+  attribute (``probe._x``), not handed on by a package's ``__init__``.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "stance_magic"
-
-#: The one import circle the layout allows: (importer, imported).
-ALLOWED = {("report", "render")}
 
 #: Where torch's private attributes may be read.
 PROBE = ("probe",)
@@ -116,23 +121,136 @@ def test_the_graph_is_read_from_the_code():
     graph = import_graph()
     assert {"engine", "report", "render", "probe", "magics", "stance", "text"} <= set(graph)
     assert "probe" in graph["engine"] and "render" in graph["report"]
-    assert "report" in graph["render"]  # so report <-> render is the one circle
-    # the test would see a new circle
+    assert "report" in graph["build"] and "build" in graph["measurement"]
+    # the test would see a new circle, a type-only import included
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import b")
+    assert any(isinstance(n, ast.ImportFrom) and n.level == 1 for n in ast.walk(tree))
 
 
-def test_no_import_circle_but_report_to_render():
+def test_no_import_circle():
     graph = import_graph()
-    for src, dst in ALLOWED:
-        graph[src].discard(dst)
     assert _cycle(graph) is None, " → ".join(_cycle(graph) or [])
 
 
-def test_views_do_not_import_the_engine():
+def test_the_flow_is_one_way():
+    """Front ends → engine → measurement → builder → report; the views read
+    reports and import neither the engine nor the report classes."""
     graph = import_graph()
-    for view in ("render", "plots", "text", "stance"):
-        assert "engine" not in graph[view], view
+    order = ["magics", "engine", "measurement", "build", "report"]
+    for upper, lower in itertools.pairwise(order):
+        assert lower in graph[upper], (upper, lower)
+    for view in ("render", "plots", "advice", "text", "stance"):
+        assert not {"engine", "measurement", "build", "report"} & graph[view], view
     assert graph["text"] == set()  # a leaf
+    assert graph["notebook"] == set()  # IPython's one home imports nothing of ours
+
+
+#: The attribute names of a report and its parts (read from report.py).
+def _report_fields() -> set[str]:
+    tree = _modules()["report"]
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    out.add(item.target.id)
+    return out
+
+
+_MUTATORS = {"append", "extend", "insert", "update", "clear", "pop", "remove", "setdefault"}
+
+
+def _report_writes(tree: ast.Module, fields: set[str]) -> list[str]:
+    """``x.<field> = …``, ``x.<field> += …`` and ``x.<field>.append(…)`` with
+    ``x`` not ``self``: a write into something shaped like a report."""
+    out = []
+
+    def receiver_is_self(node: ast.Attribute) -> bool:
+        root = node.value
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        return isinstance(root, ast.Name) and root.id in ("self", "cls")
+
+    def flat(t: ast.expr) -> list[ast.expr]:
+        if isinstance(t, (ast.Tuple, ast.List)):
+            return [x for e in t.elts for x in flat(e)]
+        if isinstance(t, ast.Starred):
+            return flat(t.value)
+        if isinstance(t, ast.Subscript):  # rep.eager_calls["x"] = 1
+            return [t.value]
+        return [t]
+
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for t in (x for target in targets for x in flat(target)):
+            if isinstance(t, ast.Attribute) and t.attr in fields and not receiver_is_self(t):
+                out.append(f"line {node.lineno}: … .{t.attr} =")
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATORS
+            and isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr in fields
+            and not receiver_is_self(node.func.value)
+        ):
+            out.append(f"line {node.lineno}: … .{node.func.value.attr}.{node.func.attr}(…)")
+    return out
+
+
+def test_only_the_builder_writes_a_report():
+    """A report is made whole by :mod:`stance_magic.build` and read by
+    everyone else: no other module assigns to a report's field or grows one
+    of its lists (the probe, which never sees a report, keeps its own
+    records)."""
+    fields = _report_fields()
+    assert {"notes", "lookups", "execution_count", "compare", "ranks", "shared"} <= fields
+    found = {
+        module: writes
+        for module, tree in _modules().items()
+        if module not in ("build", "report")
+        and module.split(".")[0] != "probe"
+        and (writes := _report_writes(tree, fields))
+    }
+    assert found == {}
+    # the check sees such writes
+    assert _report_writes(ast.parse("rep.notes.append('x')"), fields)
+    assert _report_writes(ast.parse("m.report.execution_count = 3"), fields)
+    assert not _report_writes(ast.parse("self.notes = []"), fields)
+
+
+def _reads_of(tree: ast.Module, names: set[str]) -> list[str]:
+    """Attribute reads and string constants naming one of ``names``."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            out.append(f"line {node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.Constant) and node.value in names:
+            out.append(f"line {node.lineno}: {node.value!r}")
+    return out
+
+
+def test_ipython_internals_and_paths_have_one_home_each():
+    """IPython's cell file map, the kernel's message header and the extension
+    manager are read in :mod:`stance_magic.notebook` alone; site-packages and
+    the other path prefixes are shortened in :mod:`stance_magic.paths` alone."""
+    homes = {
+        "notebook": {"_filename_map", "get_parent", "extension_manager", "reload_extension"},
+        "paths": {"getsitepackages", "getusersitepackages"},
+    }
+    mods = _modules()
+    for home, names in homes.items():
+        assert _reads_of(mods[home], names), home
+        found = {
+            m: reads
+            for m, tree in mods.items()
+            if m != home and m.split(".")[0] != "probe" and (reads := _reads_of(tree, names))
+        }
+        assert found == {}, home
 
 
 def _private_torch_reads(tree: ast.Module) -> list[str]:
@@ -173,9 +291,66 @@ def test_torch_private_attributes_only_in_the_probe():
     assert not _private_torch_reads(ast.parse("import torch.distributed as d"))
 
 
-#: Private names one module may take from another (the extension restores
-#: the stance from before its load through the engine's own apply).
-PRIVATE_ALLOWED = {("_extension", "engine", "_apply")}
+def _module_aliases(module: str, tree: ast.Module, names: set[str]) -> dict[str, str]:
+    """Local names bound to a package module (``from . import probe``,
+    ``from .probe import caches as pc``)."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for target, alias in zip(_resolve(module, node, names), node.names):
+                if target.endswith(alias.name) and target in names:
+                    out[alias.asname or alias.name] = target
+    return out
+
+
+def _private_attribute_reads(module: str, tree: ast.Module, names: set[str]) -> list[str]:
+    """``mod._x`` (a private name of another module, read as an attribute)
+    and ``probe.sub.X`` (a probe module's name not handed on by its face)."""
+    aliases = _module_aliases(module, tree, names)
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not isinstance(node.value, ast.Name):
+            continue
+        target = aliases.get(node.value.id)
+        if target is None or target == module:
+            continue
+        if node.attr.startswith("_") and not node.attr.startswith("__"):
+            out.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+        elif (
+            f"{target}.{node.attr}" in names
+            and target == "probe"
+            and module.split(".")[0] != "probe"
+        ):
+            out.append(f"line {node.lineno}: {node.value.id}.{node.attr} (a probe module)")
+    return out
+
+
+def test_no_private_helpers_read_across_modules():
+    mods = _modules()
+    names = set(mods)
+    found = {
+        m: reads for m, tree in mods.items() if (reads := _private_attribute_reads(m, tree, names))
+    }
+    assert found == {}
+    # the check sees both kinds
+    tree = ast.parse("from . import probe\nprobe._torch_str()\nprobe.monitoring.X")
+    assert len(_private_attribute_reads("build", tree, names)) == 2
+
+
+def test_no_private_names_handed_on():
+    """A package's face (``__init__``) hands on public names only."""
+    for module, tree in _modules().items():
+        if module not in ("__init__", "probe", "share"):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom):
+                assert not [
+                    a.name
+                    for a in node.names
+                    if a.name.startswith("_")
+                    and a.name != "annotations"
+                    and not a.name.startswith("__")
+                ], module
 
 
 def test_no_private_helpers_imported_across_modules():
@@ -188,13 +363,12 @@ def test_no_private_helpers_imported_across_modules():
                 continue
             targets = _resolve(module, node, names)
             for alias in node.names:
-                if alias.name.startswith("_") and alias.name != "__future__":
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
                     for target in targets:
                         inside_probe = module.split(".")[0] == target.split(".")[0] == "probe"
                         if inside_probe:
                             continue  # the probe's modules share its private helpers
-                        if (module, target, alias.name) not in PRIVATE_ALLOWED:
-                            found.append(f"{module} imports {target}.{alias.name}")
+                        found.append(f"{module} imports {target}.{alias.name}")
     assert found == []
 
 

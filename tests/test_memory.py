@@ -128,13 +128,13 @@ def test_memory_in_history_and_exports(sh, tmp_path):
 def test_another_profiler_running_is_said_not_hidden(sh):
     from torch.profiler import ProfilerActivity, profile
 
-    with probe._quiet_fd2():
+    with probe.quiet_fd2():
         prof = profile(activities=[ProfilerActivity.CPU])
         prof.__enter__()
     try:
         res, _ = run(sh, "%%stance default -m -q\nx = torch.ones(10)")
     finally:
-        with probe._quiet_fd2():
+        with probe.quiet_fd2():
             prof.__exit__(None, None, None)
     assert res.success
     rep = last(sh)

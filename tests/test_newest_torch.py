@@ -22,8 +22,8 @@ from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 from torch._dynamo.utils import get_compilation_metrics
 
 from stance_magic import probe
+from stance_magic.build import frame_text
 from stance_magic.engine import get_engine
-from stance_magic.report import frame_text
 
 from conftest import html_outputs, last, run
 

@@ -17,7 +17,8 @@ import pytest
 from IPython.utils.capture import capture_output
 
 import stance_magic
-from stance_magic.engine import SKIP_GUARD_WARNING, get_engine, make_stance
+from stance_magic.engine import SKIP_GUARD_WARNING, get_engine
+from stance_magic.stance import make_stance
 from stance_magic.widget import NO_BACKEND, PanelUnavailable, StancePanel
 
 widgets = pytest.importorskip("ipywidgets")
@@ -400,16 +401,18 @@ def test_history_chart_is_sized_bounded_and_labelled() -> None:
 
     reps = []
     for i in range(60):
-        r = CellReport(stance="default", index=i + 1, wall_s=0.01)
+        fig: dict = {}
         if i % 2 == 0:  # every other cell compiled; the rest only hit the cache
-            r.compiles, r.compile_s, r.wall_s = 1, 0.2, 0.25
+            fig = {"compiles": 1, "compile_s": 0.2, "wall_s": 0.25}
         else:
-            r.cache_hits = 3
-        reps.append(r)
-    reps[-1].error = "RuntimeError: boom"
-    reps[-3].skip_guard_eval_unsafe, reps[-3].backend = True, "eager"
-    for r in reps[-10:]:
-        r.execution_count = r.index + 100  # IPython's In [M], where the report has it
+            fig = {"cache_hits": 3}
+        if i == 57:
+            fig.update(skip_guard_eval_unsafe=True, backend="eager")
+        if i == 59:
+            fig["error"] = "RuntimeError: boom"
+        if i >= 50:
+            fig["execution_count"] = i + 1 + 100  # IPython's In [M], where the report has it
+        reps.append(CellReport(**{"stance": "default", "index": i + 1, "wall_s": 0.01, **fig}))
     cap = plots.history_capacity(plots.HISTORY_WIDTH_PX)
     assert 10 <= cap <= 16
     shown, total = plots.history_cells(reps, cap)
@@ -433,7 +436,7 @@ def test_history_chart_is_sized_bounded_and_labelled() -> None:
 
 
 def test_one_notation_for_a_stance(ip: Any, make_panel: Any) -> None:
-    from stance_magic.engine import stance_text
+    from stance_magic.stance import stance_text
     from stance_magic.widget import summary_line
 
     p = make_panel()
@@ -452,7 +455,7 @@ def test_one_notation_for_a_stance(ip: Any, make_panel: Any) -> None:
 
 def test_backends_that_cannot_run_are_not_offered_and_are_refused(ip: Any, make_panel: Any) -> None:
     from stance_magic import probe
-    from stance_magic.engine import StanceError
+    from stance_magic.stance import StanceError
 
     usable = probe.usable_backends()
     assert {"eager", "aot_eager", "inductor"} <= set(usable)
@@ -497,7 +500,7 @@ def test_a_change_held_back_by_a_running_cell_says_so(ip: Any, make_panel: Any) 
 
     p = make_panel()
     run(ip, "z = 1")  # the panel notes when each cell ends
-    ended = p._last_cell_end
+    ended = p.engine.cells.last_end
     assert ended is not None and abs(time.time() - ended) < 60
 
     class Kernel:  # what ipykernel's get_parent gives while it handles a comm message
@@ -506,7 +509,7 @@ def test_a_change_held_back_by_a_running_cell_says_so(ip: Any, make_panel: Any) 
         def get_parent(self, channel: str = "shell") -> dict[str, Any]:
             return {"header": {"msg_type": "comm_msg", "date": self.sent.isoformat()}}
 
-    p._last_cell_end = time.time() - 1  # the change was made 3 s before that cell ended
+    p.engine.cells.last_end = time.time() - 1  # the change was made 3 s before that cell ended
     ip.kernel = Kernel()
     try:
         p._stance.value = "force_eager"
@@ -516,7 +519,7 @@ def test_a_change_held_back_by_a_running_cell_says_so(ip: Any, make_panel: Any) 
     assert "session stance: force_eager (was: default); chosen while a cell was running" in msg
     assert "(it ran under default): applies from the next cell" in msg
     # A change made after the last cell ended is not "held back".
-    p._last_cell_end = time.time() - 10
+    p.engine.cells.last_end = time.time() - 10
     ip.kernel = Kernel()
     try:
         p._stance.value = "default"

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -141,10 +142,17 @@ def test_rank_fed_another_shape_is_flagged_with_rank_and_reason(torchrun):
         "stance_magic: rank 1 of 2: 1 compile(s), 1 recompile(s); the combined view is on "
         "rank 0 (this rank's report: stance_magic.history()[-1])"
     ]
-    assert torchrun[1]["own_notes"][1] == [
-        "rank 1 of 2: this rank's summary went to rank 0, which shows the combined view of "
-        "all ranks"
-    ]
+    # where its summary went is a field of its report, which says it
+    assert torchrun[1]["own_gathered"][1] == {
+        "rank": 1,
+        "world_size": 2,
+        "to": 0,
+        "mode": "summary",
+    }
+    assert (
+        "note: rank 1 of 2: this rank's summary went to rank 0, which shows the combined "
+        "view of all ranks"
+    ) in torchrun[1]["own_text"][1]
 
 
 def test_fail_on_recompile_refusal_is_reported_with_rank_and_guard(torchrun):
@@ -192,7 +200,8 @@ def test_graph_breaks_on_one_rank_and_full_reports(torchrun):
 def test_python_api_gathers_on_every_rank(torchrun):
     api0, api1 = torchrun[0]["api"], torchrun[1]["api"]
     assert api0["divergent"] == 0 and "no divergence" in api0["view"]
-    assert api1["view"] is None and api1["notes"][0].startswith("rank 1 of 2")
+    assert api1["view"] is None and api1["gathered"]["rank"] == 1
+    assert "note: rank 1 of 2: this rank's summary went to rank 0" in api1["report_text"]
 
 
 def test_reports_are_published_once_with_the_combined_view(torchrun):
@@ -201,7 +210,8 @@ def test_reports_are_published_once_with_the_combined_view(torchrun):
     assert len(pub0) == len(pub1) == 5
     assert [p["ranks"] for p in pub0] == [False, True, True, True, True]
     assert not any(p["ranks"] for p in pub1)
-    assert all(any(n.startswith("rank 1 of 2") for n in p["notes"]) for p in pub1[1:])
+    assert all(p["gathered"]["rank"] == 1 and p["gathered"]["to"] == 0 for p in pub1[1:])
+    assert all(p["gathered"] is None for p in pub1[:1])
 
 
 def test_no_collective_without_the_flag_in_a_process_group(torchrun):
@@ -328,7 +338,7 @@ def test_without_a_process_group_ranks_is_a_usage_error_and_nothing_is_gathered(
     assert res.success and html_outputs(cap)[0].count("stance_magic") >= 1
     assert stance_magic.history()[-1].ranks is None
     with pytest.warns(RuntimeWarning, match="gather ignored: no torch.distributed process"):
-        with stance_magic.measure(gather=True) as rep:
+        with stance_magic.measure(ranks=True) as rep:
             shell.user_ns["f"](torch.ones(3))
     assert rep.ranks is None and rep.cache_hits == 1
     assert no_collectives == []
@@ -347,10 +357,7 @@ def test_gather_not_asked_means_no_process_group_lookup(shell, monkeypatch):
 
 
 def _rep(**kw) -> CellReport:
-    rep = CellReport(stance=kw.pop("stance", "default"))
-    for k, v in kw.items():
-        setattr(rep, k, v)
-    return rep
+    return CellReport(**{"stance": "default", **kw})
 
 
 def _view(reports, mode="summary") -> ranks.RankReport:
@@ -367,9 +374,9 @@ def test_alike_ranks_have_no_divergence():
 
 
 def test_stances_errors_and_memory_only_when_present():
-    a = _rep(stance="default", compiles=1, compile_s=0.1)
+    figure = probe.MemoryFigure("cpu", 12_500_000, 0, probe.CPU_MEMORY_METHOD)  # -m
+    a = _rep(stance="default", compiles=1, compile_s=0.1, memory=[figure])
     b = _rep(stance="force_eager", error="ValueError: boom")
-    a.memory = [probe.MemoryFigure("cpu", 12_500_000, 0, probe.CPU_MEMORY_METHOD)]  # -m
     view = _view([a, b])
     kinds = [f.kind for f in view.divergent]
     assert kinds == ["stance", "compiles", "error"]
@@ -383,8 +390,11 @@ def test_stances_errors_and_memory_only_when_present():
 
 
 def test_html_escapes_every_string():
-    bad = _rep(stance="<b>x</b>", error="<script>alert(1)</script>")
-    bad.recompile_details = [Recompile("<img src=x>", "f (<In>)", "0/1")]
+    bad = _rep(
+        stance="<b>x</b>",
+        error="<script>alert(1)</script>",
+        recompile_details=[Recompile("<img src=x>", "f (<In>)", "0/1")],
+    )
     view = ranks.RankReport(
         world_size=2,
         rows=[ranks.summarize(_rep(), 0, host="a"), ranks.summarize(bad, 1, host="<h>")],
@@ -396,13 +406,16 @@ def test_html_escapes_every_string():
 
 
 def test_summary_is_bounded_whatever_the_cell_did():
-    rep = _rep(compiles=50, compile_s=3.0)
-    rep.recompile_details = [Recompile("x" * 5000, "f", f"0/{i}") for i in range(50)]
-    rep.graph_break_details = [
-        GraphBreak(reason="y" * 5000, count=2, summary="y" * 5000, line=i) for i in range(50)
-    ]
-    rep.refused_guards = ["z" * 5000]
-    rep.error = "E" * 5000
+    rep = _rep(
+        compiles=50,
+        compile_s=3.0,
+        recompile_details=[Recompile("x" * 5000, "f", f"0/{i}") for i in range(50)],
+        graph_break_details=[
+            GraphBreak(reason="y" * 5000, count=2, summary="y" * 5000, line=i) for i in range(50)
+        ],
+        refused_guards=["z" * 5000],
+        error="E" * 5000,
+    )
     s = ranks.summarize(rep, 0)
     size = len(__import__("pickle").dumps(s.to_wire()))
     assert len(s.recompile_reasons) == ranks.MAX_REASONS and len(s.break_samples) == 3
@@ -413,8 +426,12 @@ def test_summary_is_bounded_whatever_the_cell_did():
 
 def test_many_ranks_fold_and_chart():
     reps = [_rep(compiles=1, compile_s=0.1 + i * 1e-4, wall_s=0.2) for i in range(64)]
-    reps[37] = _rep(compiles=2, compile_s=0.5, wall_s=0.6)
-    reps[37].recompile_details = [Recompile("size mismatch", "f", "0/1")]
+    reps[37] = _rep(
+        compiles=2,
+        compile_s=0.5,
+        wall_s=0.6,
+        recompile_details=[Recompile("size mismatch", "f", "0/1")],
+    )
     view = _view(reps)
     text = str(view)
     assert "recompile counts differ: 0 on ranks 0-36, 38-63; 1 on rank 37" in text
@@ -430,8 +447,8 @@ def test_many_ranks_fold_and_chart():
 def test_the_combined_view_is_exported_with_rank_0s_report(tmp_path):
     from stance_magic import export
 
-    rep = _rep(compiles=1, compile_s=0.1)
-    rep.ranks = _view([rep, _rep(compiles=2, compile_s=0.2)])
+    rank0 = _rep(compiles=1, compile_s=0.1)
+    rep = replace(rank0, ranks=_view([rank0, _rep(compiles=2, compile_s=0.2)]))
     path = export.write_json([rep], tmp_path / "h.json")
     data = json.loads(path.read_text())[0]["ranks"]
     assert data["world_size"] == 2 and [r["compiles"] for r in data["rows"]] == [1, 2]

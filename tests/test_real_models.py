@@ -90,13 +90,13 @@ def torch_logs():
 def lookup_events():
     """The profiler's 'TorchDynamo Cache Lookup' events of a block."""
     out: list[float] = []
-    with probe._quiet_fd2():
+    with probe.quiet_fd2():
         prof = profile(activities=[ProfilerActivity.CPU])
         prof.__enter__()
     try:
         yield out
     finally:
-        with probe._quiet_fd2():
+        with probe.quiet_fd2():
             prof.__exit__(None, None, None)
         out.extend(
             e.cpu_time_total / 1e6 for e in prof.events() if e.name == probe.CACHE_LOOKUP_EVENT
@@ -159,15 +159,15 @@ def test_gpt2_generation_every_figure_against_torch(sh, cache):
         # frames compiled on their own look up too; every lookup is counted
         assert probe.torch_version() < (2, 10)
         assert rep.cache_hits + rep.cache_misses > 12
-        assert rep.guard_lookups_timed + rep.guard_lookups_untimed == lookups
-        assert (rep.guard_bound is None) == (rep.guard_lookups_untimed == 0)
+        assert rep.lookups.timed + rep.lookups.untimed == lookups
+        assert (rep.guard_bound is None) == (rep.lookups.untimed == 0)
         assert rep.frames[0].name.split(" ")[0] == "GPT2LMHeadModel.forward"
         return
     # every call is a cache lookup or a compile from an empty cache
     assert rep.cache_hits + rep.cache_misses == 12
     # the model is named, not transformers' decorator
     assert {f.name.split(" ")[0] for f in rep.frames} == {"GPT2LMHeadModel.forward"}
-    assert rep.guard_lookups_timed == lookups and rep.guard_bound is None
+    assert rep.lookups.timed == lookups and rep.guard_bound is None
 
 
 def _per_call(f, n: int) -> float:
@@ -221,8 +221,8 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
     )
     assert res.success
     rep = last(sh)
-    assert rep.cache_hits == n and rep.guard_lookups_timed == n and rep.guard_bound is None
-    ours = rep.guard_per_call_s
+    assert rep.cache_hits == n and rep.lookups.timed == n and rep.guard_bound is None
+    ours = rep.lookups.per_lookup_s
     with torch.no_grad():
         with lookup_events() as events:
             for _ in range(n):
@@ -314,7 +314,7 @@ def test_gpt2_with_a_printing_hook_counts_every_break(sh):
     assert n == len(logs["graph_breaks"]) >= 2
     assert any(g.source.startswith("print('block out'") for g in rep.graph_break_details)
     # lookups made after a graph break (resume functions) are not timed: a bound
-    assert rep.guard_lookups_untimed > 0 and rep.guard_bound
+    assert rep.lookups.untimed > 0 and rep.guard_bound
 
 
 @pytest.mark.skipif(not probe.monitoring.AVAILABLE, reason="sys.monitoring: Python 3.12+")
@@ -335,7 +335,7 @@ def test_nested_lookups_timed_from_their_call_against_the_profiler(sh):
     res, _ = run(sh, f"%%stance default -q\n{gen}")  # compiles; first sight of each caller
     assert res.success, res.error_in_exec
     first = last(sh)
-    assert first.guard_lookups_untimed > 0 and first.guard_bound
+    assert first.lookups.untimed > 0 and first.guard_bound
     ours, prof = [], []
     for _ in range(3):
         # unmeasured first: the run after a compile, or after the profiler's
@@ -350,18 +350,16 @@ def test_nested_lookups_timed_from_their_call_against_the_profiler(sh):
             rep.guard_method
         )
         if probe.monitoring.EX_CALLS_SEEN:
-            assert rep.guard_lookups_untimed == 0 and rep.guard_bound is None
+            assert rep.lookups.untimed == 0 and rep.guard_bound is None
         else:
             # 3.12: no event for torch's forward_call(*args, **kwargs): those stay untimed
-            assert (
-                0 < rep.guard_lookups_untimed < rep.guard_lookups_timed + rep.guard_lookups_untimed
-            )
+            assert 0 < rep.lookups.untimed < rep.lookups.timed + rep.lookups.untimed
             assert "on Python 3.12 those made by a call with *args/**kwargs" in rep.guard_bound
         with lookup_events() as events:
             assert sh.run_cell(gen).success
-        looked_up = rep.guard_lookups_timed + rep.guard_lookups_untimed
+        looked_up = rep.lookups.timed + rep.lookups.untimed
         assert len(events) == looked_up == rep.cache_hits
-        ours.append(rep.guard_per_call_s)
+        ours.append(rep.lookups.per_lookup_s)
         prof.append(statistics.median(events))
     # per lookup, median against median (one lookup preempted moves neither),
     # over three interleaved rounds (one round moves neither either), within
@@ -401,7 +399,7 @@ def test_reset_inside_a_cell_keeps_every_figure(sh):
     # a plain cell after a reset: its lookups are timed, nothing "before the probe"
     run(sh, "%%stance default -q\nout = models.generate(cgpt, ids, 1)")
     after = last(sh)
-    assert after.guard_lookups_timed == 1 and after.guard_s > 0
+    assert after.lookups.timed == 1 and after.lookups.seconds > 0
     assert "before the probe" not in str(after)
 
 

@@ -126,7 +126,7 @@ def test_guard_cost_timed_in_situ_against_direct_check_and_profiler(sh):
     direct = statistics.median(samples)
     # a lookup is the guard check plus building the frame's locals: not below
     # the bare check, and close to the profiler's timing of whole lookups
-    assert rep.guard_per_call_s >= 0.8 * direct
+    assert rep.lookups.per_lookup_s >= 0.8 * direct
     prof = probe.CellProfiler(lookups=True)
     for _ in range(50):
         sh.user_ns["cm"](*sh.user_ns["xs"])
@@ -136,12 +136,12 @@ def test_guard_cost_timed_in_situ_against_direct_check_and_profiler(sh):
     # plus a fixed few µs of call overhead (the call into the function, its
     # 32 arguments and Dynamo's frame set-up; more on a loaded machine), which
     # real models do not notice (test_real_models: within 1.5x there)
-    assert med / 1.5 <= rep.guard_per_call_s <= 1.5 * med + 25e-6
+    assert med / 1.5 <= rep.lookups.per_lookup_s <= 1.5 * med + 25e-6
     # first call: no lookup; the total sums the 49 timed lookups
-    assert rep.guard_s == pytest.approx(sum(t.seconds for t in rep.guard_targets))
-    assert rep.guard_s >= 0.5 * 49 * rep.guard_per_call_s
+    assert rep.lookups.seconds == pytest.approx(sum(t.seconds for t in rep.lookups.targets))
+    assert rep.lookups.seconds >= 0.5 * 49 * rep.lookups.per_lookup_s
     assert rep.guard_method.startswith("timed in situ: 49 lookups")
-    assert rep.guard_bound is None and rep.guard_lookups_timed == 49
+    assert rep.guard_bound is None and rep.lookups.timed == 49
     assert rep.guard_count > 32
 
 
@@ -166,15 +166,15 @@ def test_guard_cost_is_the_looked_up_functions_own(sh):
         entry.guard_manager.check(scope)
         samples.append(time.perf_counter() - t0)
     direct = statistics.median(samples)
-    assert rep.guard_per_call_s >= 0.8 * direct
-    (target,) = rep.guard_targets
+    assert rep.lookups.per_lookup_s >= 0.8 * direct
+    (target,) = rep.lookups.targets
     assert target.name == "wide" and target.timed == 30
     run(
         sh, "%%stance default -q\nfor _ in range(5):\n    for s in small:\n        s(torch.ones(2))"
     )
     small = last(sh)
-    assert small.guard_per_call_s < rep.guard_per_call_s
-    assert len(small.guard_targets) == 4 and {t.timed for t in small.guard_targets} == {5}
+    assert small.guard_per_call_s < rep.lookups.per_lookup_s
+    assert len(small.lookups.targets) == 4 and {t.timed for t in small.lookups.targets} == {5}
 
 
 def test_wall_time_against_an_outside_clock(sh):
@@ -327,7 +327,7 @@ def test_measure_api_without_ipython():
         f(torch.ones(2))
     assert rep.compiles == cc.frame_count == 1
     assert rep.cache_hits == 1 and rep.cache_misses == 1
-    assert rep.stance == "default" and stance_magic.history()[-1] is rep
+    assert rep.stance == "default" and stance_magic.history()[-1] is rep.report
     d = rep.to_dict()
     for key in (
         "stance",
@@ -377,7 +377,7 @@ def test_profile_guards_measures_lookups_with_the_profiler(sh):
         assert res.success
         rep = last(sh)
         assert rep.guard_method.startswith("measured: 20 'TorchDynamo Cache Lookup'")
-        assert rep.guard_s > 0 and 0 < rep.guard_per_call_s <= rep.guard_s
+        assert rep.lookups.seconds > 0 and 0 < rep.lookups.per_lookup_s <= rep.lookups.seconds
         assert rep.cache_hits == 20
 
 

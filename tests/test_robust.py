@@ -352,6 +352,8 @@ def test_a_wide_spread_over_few_runs_is_flagged():
 
 
 def test_break_even_of_one_run_is_singular():
+    from dataclasses import replace
+
     from stance_magic.report import CellReport, Comparison
 
     rep = CellReport(
@@ -359,7 +361,7 @@ def test_break_even_of_one_run_is_singular():
     )
     text = str(rep)
     assert "break-even           1 run" in text and "1 runs" not in text
-    rep.compare.break_even_calls = 3
+    rep = replace(rep, compare=replace(rep.compare, break_even_calls=3))
     assert "3 runs" in str(rep)
 
 

@@ -63,19 +63,19 @@ def test_every_lookup_counted_and_a_bounded_sample_timed(sh):
     assert len(sh.user_ns["calls"]) == n and sh.user_ns["cnt"].frame_count == 1
     # each function's first call compiled cold (an empty cache: no lookup)
     assert rep.cache_hits == (n - 1) + (m - 1)
-    (s,) = [t for t in rep.guard_targets if t.timed + t.sampled == n - 1]
-    (o,) = [t for t in rep.guard_targets if t.timed + t.sampled == m - 1]
+    (s,) = [t for t in rep.lookups.targets if t.timed + t.sampled == n - 1]
+    (o,) = [t for t in rep.lookups.targets if t.timed + t.sampled == m - 1]
     assert s.timed == expected_timed(n - 1) and s.sampled == n - 1 - s.timed > 0
     assert (o.timed, o.sampled) == (m - 1, 0)
-    assert rep.guard_lookups_timed == s.timed + o.timed
-    assert rep.guard_lookups_sampled == s.sampled
+    assert rep.lookups.timed == s.timed + o.timed
+    assert rep.lookups.sampled == s.sampled
     assert rep.summary_row()["guard_lookups_sampled"] == s.sampled
     # the total: each function's timed mean times its lookups
-    assert rep.guard_s == pytest.approx(s.seconds + o.seconds)
+    assert rep.lookups.seconds == pytest.approx(s.seconds + o.seconds)
     assert s.seconds > 0 and o.seconds > 0
     text = " ".join(str(rep).split())
     looked_up = (n - 1) + (m - 1)
-    assert f"{rep.guard_lookups_timed} of {looked_up} lookups of the called functions timed" in text
+    assert f"{rep.lookups.timed} of {looked_up} lookups of the called functions timed" in text
     assert f"{s.sampled} more counted, not timed" in text
 
 
@@ -97,7 +97,7 @@ def test_a_miss_among_the_counted_only_calls_is_handled_in_full(sh):
     assert sh.user_ns["cnt"].frame_count == 2 == rep.compiles
     (reason,) = [str(r) for r in rep.recompiles]
     assert "rank" in reason or "size" in reason, reason
-    (t,) = rep.guard_targets
+    (t,) = rep.lookups.targets
     # the first call compiled cold (no lookup); the rank change missed once
     assert t.timed + t.sampled == n + 2 and t.misses == 1
     # the miss came among the counted-only calls: counted, not timed
@@ -121,21 +121,24 @@ def test_the_extrapolated_total_agrees_with_timing_every_lookup(sh, monkeypatch)
     for i in range(5):  # interleaved, in alternating order, so drift hits both alike
         for every in (i % 2 == 1, i % 2 == 0):
             (full if every else sampled).append(measure(sh, monkeypatch, cell, every))
-    assert all(r.guard_lookups_sampled > 0 for r in sampled)
-    assert all(r.guard_lookups_sampled == 0 and r.guard_lookups_timed == n for r in full)
+    assert all(r.lookups.sampled > 0 for r in sampled)
+    assert all(r.lookups.sampled == 0 and r.lookups.timed == n for r in full)
     # per lookup: the median of each pair's ratio of medians (a burst of load
     # on a shared machine moves one pair, not the figure; one CI run had a
     # single pair at 1.46x); and the totals of the least disturbed rounds (a
     # lookup preempted for milliseconds moves a total, by the sampling
     # factor when it falls among the timed ones)
-    detail = ([r.guard_per_call_s for r in sampled], [r.guard_per_call_s for r in full])
+    detail = ([r.lookups.per_lookup_s for r in sampled], [r.lookups.per_lookup_s for r in full])
     ratio = statistics.median(
-        s.guard_per_call_s / f.guard_per_call_s for s, f in zip(sampled, full, strict=True)
+        s.lookups.per_lookup_s / f.lookups.per_lookup_s for s, f in zip(sampled, full, strict=True)
     )
     assert 1 / 2 <= ratio <= 2, detail
-    s = min(r.guard_s for r in sampled)
-    f = min(r.guard_s for r in full)
-    assert 1 / 2 <= s / f <= 2, ([r.guard_s for r in sampled], [r.guard_s for r in full])
+    s = min(r.lookups.seconds for r in sampled)
+    f = min(r.lookups.seconds for r in full)
+    assert 1 / 2 <= s / f <= 2, (
+        [r.lookups.seconds for r in sampled],
+        [r.lookups.seconds for r in full],
+    )
 
 
 def test_the_extrapolation_is_exact_on_a_clock_that_ticks_once_a_lookup(sh, monkeypatch):
@@ -155,18 +158,18 @@ def test_the_extrapolation_is_exact_on_a_clock_that_ticks_once_a_lookup(sh, monk
     cell = f"%%stance default -q\nfor _ in range({n}):\n    small(x)"
     for every in (False, True):
         rep = measure(sh, monkeypatch, cell, every)
-        assert rep.cache_hits == n and (rep.guard_lookups_sampled > 0) is not every
-        assert rep.guard_lookups_timed == (n if every else expected_timed(n))
-        assert rep.guard_s == pytest.approx(n * 1e-6)
-        assert rep.guard_per_call_s == pytest.approx(1e-6)
+        assert rep.cache_hits == n and (rep.lookups.sampled > 0) is not every
+        assert rep.lookups.timed == (n if every else expected_timed(n))
+        assert rep.lookups.seconds == pytest.approx(n * 1e-6)
+        assert rep.lookups.per_lookup_s == pytest.approx(1e-6)
 
 
 def test_the_estimate_is_stratified_first_lookups_and_spot_checks():
     """A cell's first lookups are slower (cold caches): they stand for
     themselves, and each spot check for its share of the counted-only ones,
     so the total and the median follow the later lookups."""
+    from stance_magic.build import _lookup_estimate, _weighted_median
     from stance_magic.probe import Target
-    from stance_magic.report import _lookup_estimate, _weighted_median
 
     first = [10e-6] * 64
     spots = [2e-6] * 10
@@ -253,7 +256,7 @@ def _counts(rep) -> dict:
         where = re.sub(r"In \[\d+\]", "In []", t.where)
         return (t.name, where, t.timed + t.sampled, t.untimed, t.misses, t.eager_calls)
 
-    targets = sorted(target(t) for t in rep.guard_targets)
+    targets = sorted(target(t) for t in rep.lookups.targets)
     return {
         "compiles": rep.compiles,
         "graphs": rep.graphs,
@@ -265,8 +268,8 @@ def _counts(rep) -> dict:
         "refused": rep.refused_recompiles,
         "breaks": rep.graph_break_count,
         "recompiles": [re.sub(r"^\d+/\d+: ", "", str(r)) for r in rep.recompiles],
-        "looked_up": rep.guard_lookups_timed + rep.guard_lookups_sampled,
-        "untimed": rep.guard_lookups_untimed,
+        "looked_up": rep.lookups.timed + rep.lookups.sampled,
+        "untimed": rep.lookups.untimed,
         "targets": targets,
     }
 
@@ -288,15 +291,15 @@ def test_counted_only_calls_report_what_timing_every_call_reports(sh, monkeypatc
         reports[every] = measure(sh, monkeypatch, cell, every)
         assert reports[every].compiles == sh.user_ns["cnt"].frame_count
     sampled, full = reports[False], reports[True]
-    assert sampled.guard_lookups_sampled > 0 and full.guard_lookups_sampled == 0
+    assert sampled.lookups.sampled > 0 and full.lookups.sampled == 0
     assert _counts(sampled) == _counts(full)
     # what each part of the cell did, by the stance in force and torch's records
     assert sampled.eager_calls == {"force_eager": 5} and sampled.eager_fallbacks == 3
-    assert sampled.graph_break_count > 0 and sampled.guard_lookups_untimed > 0
+    assert sampled.graph_break_count > 0 and sampled.lookups.untimed > 0
     # the other thread's 50 calls are not this cell's: h's lookups are three
     # loops' but its two cold compiles (before and after the reset)
     h_line = TRANSITIONS.splitlines().index("h = torch.compile(lambda x: x - 1, backend=cnt)")
-    (h,) = [t for t in sampled.guard_targets if t.where.endswith(f", line {h_line}")]
+    (h,) = [t for t in sampled.lookups.targets if t.where.endswith(f", line {h_line}")]
     assert (h.timed + h.sampled, h.misses, h.untimed) == (3 * n - 2, 0, 0)
 
 
@@ -340,14 +343,14 @@ def test_functions_called_in_turn_keep_their_own_counted_only_lookups(sh, monkey
     reports = {every: measure(sh, monkeypatch, cell, every) for every in (False, True)}
     sampled, full = reports[False], reports[True]
     assert _counts(sampled) == _counts(full)
-    assert sampled.guard_lookups_sampled > n
+    assert sampled.lookups.sampled > n
     eager = sum(1 for i in range(n) if i % 7 == 3)
     assert sampled.eager_calls == {"force_eager": 2 * eager}
     # torch: f compiled once, b twice (b_fn and its resume function), all cold
     assert sampled.compiles == 3 == sh.user_ns["cnt"].frame_count
     # a call into an empty cache that compiles is a miss: the three cold compiles
     assert sampled.cache_misses == 3 and sampled.cache_hits == (n - 1) + 2 * (n - 1)
-    by_name = {t.name: t for t in sampled.guard_targets}
+    by_name = {t.name: t for t in sampled.lookups.targets}
     f_t, b_t = by_name["f_fn"], by_name["b_fn"]
     assert f_t.timed + f_t.sampled + f_t.untimed == n - 1
     assert f_t.untimed == 0 and f_t.eager_calls == b_t.eager_calls == eager

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from stance_magic import share
+from stance_magic.paths import short_path, shorten_paths
 from stance_magic.share import run_tlparse, tlparse_command
 
 from conftest import html_outputs, last, run
@@ -78,14 +79,14 @@ def test_gpt2_cell_trace_read_by_tlparse_equals_the_report(shell, tmp_path, monk
     res, cap = run(shell, "%%stance default --trace traces\nout = models.generate(cgpt, ids, 3)")
     assert res.success, res.error_in_exec
     rep = last(shell)
-    assert rep.trace_file and Path(rep.trace_file).parent == tmp_path / "traces"
-    assert rep.tlparse_index and Path(rep.tlparse_index).name == "index.html"
-    view = _tlparse_view(Path(rep.tlparse_index).parent)
+    assert rep.shared.trace_file and Path(rep.shared.trace_file).parent == tmp_path / "traces"
+    assert rep.shared.tlparse_index and Path(rep.shared.tlparse_index).name == "index.html"
+    view = _tlparse_view(Path(rep.shared.tlparse_index).parent)
 
     # compile ids: tlparse's, the report's, the capture's; the cell before is absent
     ours = [f.compile_id for f in rep.frames]
-    assert sorted(view) == sorted(ours) == sorted(rep.trace_compile_ids)
-    assert "0/0" not in view and "in_the_cell_before" not in Path(rep.trace_file).read_text()
+    assert sorted(view) == sorted(ours) == sorted(rep.shared.trace_compile_ids)
+    assert "0/0" not in view and "in_the_cell_before" not in Path(rep.shared.trace_file).read_text()
     assert len(ours) == 2 and len(rep.recompiles) == 1
     # per-compile seconds, as tlparse parsed torch's compilation_metrics
     for f in rep.frames:
@@ -102,10 +103,10 @@ def test_gpt2_cell_trace_read_by_tlparse_equals_the_report(shell, tmp_path, monk
         assert r.reason in view[r.compile_id]["reasons"]
     # the report says where both are; in Jupyter the index is a link
     html = "".join(html_outputs(cap))
-    href = Path(rep.tlparse_index).relative_to(tmp_path).as_posix()
+    href = Path(rep.shared.tlparse_index).relative_to(tmp_path).as_posix()
     assert f'<a href="{href}"' in html
     shown = str(rep)  # from the notebook's folder
-    assert f"trace (2 compile ids): traces/{Path(rep.trace_file).name}" in shown
+    assert f"trace (2 compile ids): traces/{Path(rep.shared.trace_file).name}" in shown
     assert f"tlparse: {href}" in shown
 
 
@@ -121,7 +122,7 @@ f(torch.ones(2))
 g = torch.compile(lambda x: x.tanh() + 1, backend="eager")
 with stance_magic.measure("default", trace=%r) as rep:
     g(torch.ones(2))
-print(rep.trace_compile_ids, [n for n in rep.notes if "TORCH_TRACE" in n])
+print(rep.shared.trace_compile_ids, [n for n in rep.notes if "TORCH_TRACE" in n])
 """
     proc_dir = tmp_path / "process"
     env = dict(os.environ, TORCH_TRACE=str(proc_dir))
@@ -211,7 +212,7 @@ def test_timeline_events_match_the_report(sh, tmp_path):
     res, _ = run(sh, cell)
     assert res.success, res.error_in_exec
     rep = last(sh)
-    assert rep.timeline_file == str(path)
+    assert rep.shared.timeline_file == str(path)
     events = _check_chrome_trace(json.loads(path.read_text()))
 
     def of(cat: str, ph: str = "X") -> list[dict]:
@@ -238,8 +239,8 @@ def test_timeline_events_match_the_report(sh, tmp_path):
         assert phase["dur"] == pytest.approx(c["dur"], rel=0.02, abs=50)
     # lookups: the timed ones as spans summing to the report's, the rest instants
     timed, untimed = of("lookup"), of("lookup", "i")
-    assert len(timed) == rep.guard_lookups_timed and len(untimed) == rep.guard_lookups_untimed
-    assert sum(e["dur"] for e in timed) == pytest.approx(rep.guard_s * 1e6, rel=1e-6)
+    assert len(timed) == rep.lookups.timed and len(untimed) == rep.lookups.untimed
+    assert sum(e["dur"] for e in timed) == pytest.approx(rep.lookups.seconds * 1e6, rel=1e-6)
     hits = sum(1 for e in timed + untimed if e["args"]["result"] == "hit")
     assert hits == rep.cache_hits
     # graph breaks: one instant each, as counted in the report
@@ -339,7 +340,7 @@ def test_bundle_lists_what_a_bug_report_needs_and_nothing_else(sh, tmp_path, mon
     roots.add(tempfile.gettempdir())
     for path in roots:
         assert path not in everything, path
-    assert "site-packages/torch/" in texts[trace_name]
+    assert '"torch/_dynamo/' in texts[trace_name]  # torch's files as module paths
     assert "In [" in texts[trace_name]
     # only this cell's compiles
     ids = set(re.findall(IDS, texts[trace_name]))
@@ -366,6 +367,7 @@ def test_bundle_refuses_what_it_cannot_do(sh, tmp_path):
 
 
 def test_shorten_paths_as_the_report_does(tmp_path, monkeypatch):
+    """The bundle's paths and the report's places follow one convention."""
     import site
 
     monkeypatch.chdir(tmp_path)
@@ -375,8 +377,9 @@ def test_shorten_paths_as_the_report_does(tmp_path, monkeypatch):
         f'File "{sp}/torch/_dynamo/eval_frame.py", {tmp_path}/nb/x.py, {sys.prefix}/bin/python'
         f" {home}/elsewhere/y.py"
     )
-    out = share.shorten_paths(text)
-    assert "site-packages/torch/_dynamo/eval_frame.py" in out
+    out = shorten_paths(text)
+    assert 'File "torch/_dynamo/eval_frame.py"' in out
+    assert short_path(f"{sp}/torch/_dynamo/eval_frame.py") == "torch/_dynamo/eval_frame.py"
     assert "./nb/x.py" in out and "<venv>/bin/python" in out
     assert home not in out and sp not in out and str(tmp_path) not in out
 
@@ -404,9 +407,12 @@ def test_panel_traces_the_next_cell_only(sh, tmp_path, monkeypatch):
         res, cap = run(sh, "y = f(x)")  # a plain cell, not %%stance, watch off
         assert res.success, res.error_in_exec
         rep = last(sh)
-        assert rep.trace_file and Path(rep.trace_file).parent == tmp_path / "stance_traces"
-        assert rep.trace_compile_ids == [f.compile_id for f in rep.frames] == ["0/0"]
-        assert rep.tlparse_index and "tlparse" in "".join(html_outputs(cap))
+        assert (
+            rep.shared.trace_file
+            and Path(rep.shared.trace_file).parent == tmp_path / "stance_traces"
+        )
+        assert rep.shared.trace_compile_ids == [f.compile_id for f in rep.frames] == ["0/0"]
+        assert rep.shared.tlparse_index and "tlparse" in "".join(html_outputs(cap))
         assert p._trace_next.value is False and other._trace_next.value is False
         assert get_engine().trace_next is None
         n = len(stance_magic.history())
@@ -434,7 +440,7 @@ def test_set_logs_inside_the_cell_keeps_its_trace(sh, tmp_path):
     assert res.success, res.error_in_exec
     rep = last(sh)
     assert [f.compile_id for f in rep.frames] == ["0/0", "1/0"]
-    assert rep.trace_compile_ids == ["0/0", "1/0"]
+    assert rep.shared.trace_compile_ids == ["0/0", "1/0"]
     assert not any("the trace stops there" in n for n in rep.notes)
     from torch._logging._internal import trace_log
 
@@ -442,14 +448,14 @@ def test_set_logs_inside_the_cell_keeps_its_trace(sh, tmp_path):
 
 
 def test_without_tlparse_the_report_says_so_and_keeps_the_trace(sh, tmp_path, monkeypatch):
-    monkeypatch.setattr(share, "tlparse_command", lambda: None)
+    monkeypatch.setattr(share.trace, "tlparse_command", lambda: None)
     sh.run_cell("f = torch.compile(lambda x: x * 3, backend='eager')")
     res, cap = run(sh, f"%%stance --trace {tmp_path}\nf(torch.ones(2))")
     assert res.success, res.error_in_exec
     rep = last(sh)
-    assert rep.tlparse_index is None and Path(rep.trace_file).exists()
+    assert rep.shared.tlparse_index is None and Path(rep.shared.trace_file).exists()
     assert "tlparse: not installed (pip install tlparse)" in str(rep)
-    assert f"trace (1 compile id): {rep.trace_file}" in str(rep)  # outside the cwd: as it is
+    assert f"trace (1 compile id): {rep.shared.trace_file}" in str(rep)  # outside the cwd: as it is
 
 
 def test_profiler_spans_are_placed_through_the_shortest_anchor_ranges():

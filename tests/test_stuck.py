@@ -264,9 +264,9 @@ def test_resume_function_lookups_belong_to_the_function_that_broke(sh):
     codes = {e.code.co_name for e in _debug_get_cache_entry_list(outer_code)}
     assert codes  # outer compiled
     assert rep.cache_hits == 9 and rep.cache_misses == 0
-    by_name = {t.name: t.timed + t.untimed for t in rep.guard_targets}
+    by_name = {t.name: t.timed + t.untimed for t in rep.lookups.targets}
     assert by_name == {"outer": 6, "inner": 3}
-    outer = next(t for t in rep.guard_targets if t.name == "outer")
+    outer = next(t for t in rep.lookups.targets if t.name == "outer")
     if probe.monitoring.AVAILABLE and probe.monitoring.EX_CALLS_SEEN:
         # 3.13+: the resume function's lookups are timed from their call,
         # all but the first from its caller (sys.monitoring); 3.12 gives no

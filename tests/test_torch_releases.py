@@ -149,8 +149,9 @@ def test_a_record_with_only_the_oldest_fields_still_makes_a_report():
     supported torch writes (and none of the newer fields) gives a report."""
     import types
 
-    from stance_magic.engine import make_stance
-    from stance_magic.report import CellReport, build_report
+    from stance_magic.build import Closed, build_report
+    from stance_magic.spec import MeasureSpec
+    from stance_magic.stance import make_stance
 
     rec = types.SimpleNamespace(
         compile_id="0/0",
@@ -161,21 +162,13 @@ def test_a_record_with_only_the_oldest_fields_still_makes_a_report():
         backend_compile_time_s=0.05,
     )
     window = probe.Window(records=[rec], misses=1)
-    rep = build_report(
-        CellReport(),
-        window=window,
-        stance=make_stance("default", False, None),
-        wall_s=0.3,
-        error=None,
-        source="f(x)",
-        label=None,
-        index=1,
-    )
+    spec = MeasureSpec(stance=make_stance("default", False, None), source="f(x)")
+    rep = build_report(Closed(spec, window, wall_s=0.3, error=None, t0=0.0), index=1)
     assert rep.compiles == 1 and rep.graphs == 1 and rep.recompiles == []
     (frame,) = rep.frames
     assert (frame.name, frame.line, frame.failed, frame.guard_count) == ("f", 3, None, None)
     assert rep.compile_s == pytest.approx(0.25)
-    assert "f (/tmp/f.py:3)" in str(rep)
+    assert "f (<tmp>/f.py:3)" in str(rep)
 
 
 def _hold_every_callback(monkeypatch) -> list:

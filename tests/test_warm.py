@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -26,10 +27,11 @@ from torch.compiler._cache import CacheArtifactManager
 
 import stance_magic
 from stance_magic import warm
+from stance_magic.build import compile_caches
 from stance_magic.engine import get_engine
 from stance_magic.probe import caches as probe_caches
-from stance_magic.render import fmt_s
-from stance_magic.report import CellReport, FrameCompile, add_cache_figures
+from stance_magic.report import CellReport, FrameCompile
+from stance_magic.text import fmt_s
 
 from conftest import run, text_outputs
 
@@ -195,6 +197,12 @@ def _frame(cid, kind="frame", seconds=2.0, dynamo=0.5):
     )
 
 
+def _with_caches(rep, window, events, history, loaded=None):
+    """``rep`` with its compile-cache figures, as the builder makes them."""
+    frames, caches = compile_caches(rep.frames, window, events, history, loaded)
+    return replace(rep, frames=frames, compile_caches=caches)
+
+
 def _event(cache, state, key, cid="0/0", t_us=1_500_000, **kw):
     return probe_caches.CacheEvent(cache, state, key, cid, t_us * 1000, **kw)
 
@@ -207,10 +215,14 @@ def test_cold_then_warm_verdict_names_the_cold_cell():
         ]
     )
     events = [_event("aot_autograd", "miss", "akey"), _event("inductor", "miss", "fkey")]
-    add_cache_figures(cold, window, events, [])
-    assert (cold.fx_cache_misses, cold.aot_cache_misses, cold.cache_state) == (1, 1, "cold")
-    assert cold.cache_generated_s == pytest.approx(7.8)
-    assert cold.cache_verdict.startswith("cold: 1 graph generated (FX graph cache: 1 miss")
+    cold = _with_caches(cold, window, events, [])
+    assert (
+        cold.compile_caches.fx_misses,
+        cold.compile_caches.aot_misses,
+        cold.compile_caches.state,
+    ) == (1, 1, "cold")
+    assert cold.compile_caches.generated_s == pytest.approx(7.8)
+    assert cold.compile_caches.verdict.startswith("cold: 1 graph generated (FX graph cache: 1 miss")
 
     warm_rep = CellReport(execution_count=9, frames=[_frame("0/0", seconds=0.5, dynamo=0.1)])
     window = SimpleNamespace(
@@ -219,12 +231,15 @@ def test_cold_then_warm_verdict_names_the_cold_cell():
         ]
     )
     events = [_event("aot_autograd", "hit", "akey", saved_s=7.5)]
-    add_cache_figures(warm_rep, window, events, [cold], loaded={"akey": "w.smcache"})
-    assert warm_rep.cache_state == "warm" and warm_rep.cache_loaded_s == pytest.approx(0.4)
-    v = warm_rep.cache_verdict
+    warm_rep = _with_caches(warm_rep, window, events, [cold], loaded={"akey": "w.smcache"})
+    assert (
+        warm_rep.compile_caches.state == "warm"
+        and warm_rep.compile_caches.loaded_s == pytest.approx(0.4)
+    )
+    v = warm_rep.compile_caches.verdict
     assert v.startswith("warm: 1 of 1 graphs loaded from the FX graph cache")
     assert "a cold compile of the same graphs took 7.90 s in In [4]" in v
-    assert warm_rep.cache_loaded_from == "w.smcache" and v.endswith("from w.smcache")
+    assert warm_rep.compile_caches.loaded_from == "w.smcache" and v.endswith("from w.smcache")
     row = warm_rep.summary_row()
     assert row["fx_cache_hits"] == 1 and row["cache_state"] == "warm"
     assert row["cache_saved_s"] == pytest.approx(7.5)
@@ -239,35 +254,37 @@ def test_bypass_reason_and_caches_off():
     events = [
         _event("inductor", "bypass", "", cid="1/0", reason="Unsupported post grad custom pass")
     ]
-    add_cache_figures(rep, window, events, [])
-    assert rep.fx_cache_bypasses == 1 and rep.cache_state == "cold"
-    assert "1 bypass (Unsupported post grad custom pass)" in rep.cache_verdict
+    rep = _with_caches(rep, window, events, [])
+    assert rep.compile_caches.fx_bypasses == 1 and rep.compile_caches.state == "cold"
+    assert "1 bypass (Unsupported post grad custom pass)" in rep.compile_caches.verdict
     assert "FX graph cache bypassed: Unsupported post grad custom pass" in str(rep)
 
     off = CellReport(frames=[_frame("2/0")])
-    add_cache_figures(
+    off = _with_caches(
         off,
         SimpleNamespace(records=[_rec("2/0")]),
         [_event("inductor", "disabled", "", cid="2/0")],
         [],
     )
-    assert off.cache_state == "caches off" and "FX graph cache" in off.cache_verdict
+    assert (
+        off.compile_caches.state == "caches off" and "FX graph cache" in off.compile_caches.verdict
+    )
     # an event of another compile, or outside this record's time, is not its
     other = CellReport(frames=[_frame("3/0")])
-    add_cache_figures(
+    other = _with_caches(
         other,
         SimpleNamespace(records=[_rec("3/0")]),
         [_event("inductor", "bypass", "", cid="2/0"), _event("inductor", "bypass", "", "3/0", 9e9)],
         [],
     )
-    assert other.cache_verdict == "" and other.fx_cache_bypasses == 0
+    assert other.compile_caches.verdict == "" and other.compile_caches.fx_bypasses == 0
 
 
 def test_eager_backend_has_no_cache_row(sh):
     sh.run_cell("f = torch.compile(lambda x: x.cos() * 2, backend='eager')")
     res, cap = run(sh, "%%stance --no-plot\nf(torch.ones(3))")
     rep = sh.user_ns["stance_magic"].history()[-1]
-    assert rep.compiles == 1 and rep.cache_verdict == "" and rep.cache_state == ""
+    assert rep.compiles == 1 and rep.compile_caches.verdict == "" and rep.compile_caches.state == ""
     assert "compile caches" not in "\n".join(text_outputs(cap))
     assert "caches" not in str(sh.user_ns["stance_magic"].history())
 
@@ -358,8 +375,8 @@ def test_warm_compile_in_the_same_process_hits_and_names_the_cold_cell(cold):
         in (r["verdict"])
     )
     # torch's own figure for what the hit saved, against the cold compile
-    assert 0.5 * cold.rep.cache_generated_s <= r["saved_s"] <= 1.05 * cold.rep.compile_s
-    assert r["loaded_s"] < cold.rep.cache_generated_s
+    assert 0.5 * cold.rep.compile_caches.generated_s <= r["saved_s"] <= 1.05 * cold.rep.compile_s
+    assert r["loaded_s"] < cold.rep.compile_caches.generated_s
 
 
 @pytest.mark.inductor
@@ -442,22 +459,28 @@ def test_history_columns_chart_and_export_carry_the_cache_figures(tmp_path):
     from stance_magic.render import History
 
     cold = CellReport(index=1, execution_count=4, frames=[_frame("0/0", seconds=7.9)])
-    add_cache_figures(
+    cold = _with_caches(
         cold,
         SimpleNamespace(records=[_rec("0/0", inductor_fx_local_cache_miss_count=1)]),
         [_event("inductor", "miss", "fkey")],
         [],
     )
     hot = CellReport(index=2, execution_count=5, frames=[_frame("0/0", seconds=0.3)])
-    add_cache_figures(
+    hot = _with_caches(
         hot,
         SimpleNamespace(records=[_rec("0/0", inductor_fx_local_cache_hit_count=1)]),
         [_event("inductor", "hit", "fkey", saved_s=7.0)],
         [cold],
     )
-    for r in (cold, hot):
-        r.compiles = 1
-        r.wall_s = r.compile_s = sum(f.seconds for f in r.frames)
+    cold, hot = (
+        replace(
+            r,
+            compiles=1,
+            wall_s=sum(f.seconds for f in r.frames),
+            compile_s=sum(f.seconds for f in r.frames),
+        )
+        for r in (cold, hot)
+    )
     hist = History([cold, hot])
     text = str(hist)
     assert "caches" in text and "FX hits/misses" in text
@@ -487,7 +510,7 @@ def test_history_columns_chart_and_export_carry_the_cache_figures(tmp_path):
     assert head[-len(new) - 1] == "error"
     data = json.loads((tmp_path / "h.json").read_text())
     assert data[1]["frames"][0]["caches"][0]["hits"] == 1
-    assert data[1]["cache_verdict"] == hot.cache_verdict
+    assert data[1]["compile_caches"]["verdict"] == hot.compile_caches.verdict
 
 
 def test_cache_watch_stays_idle_between_cells_and_unload_removes_it(shell):
@@ -525,15 +548,15 @@ def test_bypass_reason_is_torchs(cold):
         records = _records_during(get_compilation_metrics, f, torch.ones(5))
     rep = records.pop()
     grown = {k: v - before[k] for k, v in probe_caches.counters_snapshot().items()}
-    assert rep.fx_cache_bypasses == grown[("inductor", "bypass")] == 1
-    assert rep.fx_cache_hits == rep.fx_cache_misses == 0
+    assert rep.compile_caches.fx_bypasses == grown[("inductor", "bypass")] == 1
+    assert rep.compile_caches.fx_hits == rep.compile_caches.fx_misses == 0
     assert sum(probe_caches.record_count(r, "inductor", "miss") for r in records) == 0
     # AOTAutograd's cache bypasses too, for the same reason (its key hashes
     # Inductor's config)
-    assert rep.aot_cache_bypasses == grown[("aot_autograd", "bypass")]
-    n = rep.fx_cache_bypasses + rep.aot_cache_bypasses
-    assert rep.cache_bypass_reasons == ["Unsupported post grad custom pass"] * n
+    assert rep.compile_caches.aot_bypasses == grown[("aot_autograd", "bypass")]
+    n = rep.compile_caches.fx_bypasses + rep.compile_caches.aot_bypasses
+    assert rep.compile_caches.bypass_reasons == ["Unsupported post grad custom pass"] * n
     assert f"{n} bypass{'es' if n > 1 else ''} (Unsupported post grad custom pass)" in (
-        rep.cache_verdict
+        rep.compile_caches.verdict
     )
     assert "FX graph cache bypassed: Unsupported post grad custom pass" in str(rep)

@@ -63,18 +63,18 @@ def figures(rep, records, counters_grown) -> dict:
             keys.setdefault(use.cache, []).extend(use.keys)
     return {
         "report": {
-            "fx_hits": rep.fx_cache_hits,
-            "fx_misses": rep.fx_cache_misses,
-            "aot_hits": rep.aot_cache_hits,
-            "aot_misses": rep.aot_cache_misses,
-            "state": rep.cache_state,
-            "verdict": rep.cache_verdict,
-            "loaded_from": rep.cache_loaded_from,
+            "fx_hits": rep.compile_caches.fx_hits,
+            "fx_misses": rep.compile_caches.fx_misses,
+            "aot_hits": rep.compile_caches.aot_hits,
+            "aot_misses": rep.compile_caches.aot_misses,
+            "state": rep.compile_caches.state,
+            "verdict": rep.compile_caches.verdict,
+            "loaded_from": rep.compile_caches.loaded_from,
             "compile_s": rep.compile_s,
             "dynamo_s": rep.compile_breakdown.get("dynamo", 0.0),
-            "loaded_s": rep.cache_loaded_s,
-            "generated_s": rep.cache_generated_s,
-            "saved_s": rep.cache_saved_s,
+            "loaded_s": rep.compile_caches.loaded_s,
+            "generated_s": rep.compile_caches.generated_s,
+            "saved_s": rep.compile_caches.saved_s,
         },
         "records": {
             f"{cache}_{outcome}": sum(pc.record_count(r, cache, outcome) for r in records)

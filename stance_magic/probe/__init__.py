@@ -14,78 +14,61 @@ here), :mod:`.releases` (every difference between torch releases),
 frame is named), :mod:`.records` (compile records), :mod:`.breaks` (graph
 breaks and torch's registry), :mod:`.shapes` (dynamic dimensions),
 :mod:`.profiler` (lookups and memory), :mod:`.recorder` (the hooks and their
-windows). The names the rest of stance_magic uses are re-exported here.
+windows). The names the rest of stance_magic uses are handed on here (and only
+those: a test that needs another reads it from its module).
 """
 
 from __future__ import annotations
 
-from .backends import (  # noqa: F401
-    BACKEND_PACKAGES,
-    TORCHSCRIPT_BACKENDS,
-    backend_name,
+from .backends import (
     backend_problem,
     is_test_backend,
     list_backends,
     usable_backends,
 )
-from .breaks import (  # noqa: F401
-    BreakType,
-    GraphBreakEvent,
+from .breaks import (
     break_summary,
     graph_break_type,
-    parse_graph_break,
 )
-from .frames import (  # noqa: F401
+from .frames import (
     NOTEBOOK,
-    describe_callable,
     is_user_file,
     resume_parts,
 )
-from .profiler import (  # noqa: F401
+from .monitoring import EX_CALLS_SEEN
+from .profiler import (
     CACHE_LOOKUP_EVENT,
-    COMPILED_REGION_EVENT,
     CPU_MEMORY_METHOD,
-    CUDA_MEMORY_METHOD,
     CellProfiler,
     MemoryFigure,
     ProfilerBusy,
-    _quiet_fd2,
+    quiet_fd2,
 )
-from .recorder import (  # noqa: F401
-    MISS_COMPILED,
+from .recorder import (
     MISS_EAGER,
     MISS_LIMIT,
-    MISS_NONE,
     MISS_REFUSED,
     SAMPLE_EVERY,
     SAMPLE_FIRST,
-    MissEvent,
     Recorder,
     Target,
     Window,
-    _BreakHandler,
 )
-from .records import (  # noqa: F401
+from .records import (
     CompileRecord,
     FrameBudget,
     LimitHit,
-    RecordInfo,
     cache_entries,
     deque_limit,
     dynamo_config_flag,
     first_line,
     is_backward_compile,
     is_frame_compile,
-    is_module_wrapper,
-    read_record,
-    recompile_limit_name,
-    record_phases,
     record_total_s,
     record_user_frames,
     split_recompile_reason,
 )
-from .releases import (  # noqa: F401
-    BACKEND_LINKS,
+from .releases import (
     DELAYED_CALLBACK_LINKED_SINCE,
     GUARD_SOURCE_SINCE,
     PER_CALL_RECOMPILE_LIMIT_SINCE,
@@ -97,20 +80,10 @@ from .releases import (  # noqa: F401
     callback_ref,
     delayed_callback_unlinked,
     delayed_stance_warning,
-    inline_wrapped,
-    innermost_backend,
 )
-from .shapes import (  # noqa: F401
-    WHY_AUTOMATIC,
-    WHY_DYNAMIC_TRUE,
-    WHY_MARKED,
-    WHY_THEN_COMPILE,
-    GraphShapes,
-)
-from .stances import (  # noqa: F401
+from .stances import (
     COMPILED_REGION_MESSAGE,
     DELAYED_STANCES,
-    STANCE_SINCE,
     CompiledRegionError,
     missing_stance_hint,
     no_disk_caches,
@@ -119,12 +92,76 @@ from .stances import (  # noqa: F401
     supported_stances,
     torch_stance,
 )
-from .version import (  # noqa: F401
+from .version import (
     MIN_TORCH,
     TESTED_UP_TO,
     TorchSupportError,
-    _torch_str,
-    require_torch,
     torch_problem,
+    torch_str,
     torch_version,
 )
+
+__all__ = [
+    "CACHE_LOOKUP_EVENT",
+    "COMPILED_REGION_MESSAGE",
+    "CPU_MEMORY_METHOD",
+    "DELAYED_CALLBACK_LINKED_SINCE",
+    "DELAYED_STANCES",
+    "EX_CALLS_SEEN",
+    "GUARD_SOURCE_SINCE",
+    "MIN_TORCH",
+    "MISS_EAGER",
+    "MISS_LIMIT",
+    "MISS_REFUSED",
+    "NOTEBOOK",
+    "PER_CALL_RECOMPILE_LIMIT_SINCE",
+    "PROFILER_EMPTY_LOOKUPS_UNTIL",
+    "RECOMPILE_USER_CONTEXTS_SINCE",
+    "RECORD_STACK_TRACE_SINCE",
+    "REFUSAL_GUARDS_SINCE",
+    "SAMPLE_EVERY",
+    "SAMPLE_FIRST",
+    "TESTED_UP_TO",
+    "TESTING_HOOK_BUILDER_SINCE",
+    "CellProfiler",
+    "CompileRecord",
+    "CompiledRegionError",
+    "FrameBudget",
+    "LimitHit",
+    "MemoryFigure",
+    "ProfilerBusy",
+    "Recorder",
+    "Target",
+    "TorchSupportError",
+    "Window",
+    "backend_problem",
+    "break_summary",
+    "cache_entries",
+    "callback_ref",
+    "delayed_callback_unlinked",
+    "delayed_stance_warning",
+    "deque_limit",
+    "dynamo_config_flag",
+    "first_line",
+    "graph_break_type",
+    "is_backward_compile",
+    "is_frame_compile",
+    "is_test_backend",
+    "is_user_file",
+    "list_backends",
+    "missing_stance_hint",
+    "no_disk_caches",
+    "quiet_fd2",
+    "record_total_s",
+    "record_user_frames",
+    "reset_compiled_code",
+    "resume_parts",
+    "set_stance",
+    "split_recompile_reason",
+    "supported_stances",
+    "torch_problem",
+    "torch_stance",
+    "torch_str",
+    "torch_version",
+    "usable_backends",
+]

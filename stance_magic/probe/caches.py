@@ -272,18 +272,6 @@ def events_of(rec: Any, events: list[CacheEvent]) -> list[CacheEvent]:
 # --------------------------------------------------------------------------
 
 
-def cache_settings() -> dict[str, bool | None]:
-    """Whether Inductor's FX graph cache and AOTAutograd's cache are on."""
-    require_torch()
-    import torch._functorch.config as fconf
-    import torch._inductor.config as iconf
-
-    return {
-        INDUCTOR: getattr(iconf, "fx_graph_cache", None),
-        AOT_AUTOGRAD: getattr(fconf, "enable_autograd_cache", None),
-    }
-
-
 def cache_dir() -> str:
     """Inductor's cache directory (``TORCHINDUCTOR_CACHE_DIR`` or torch's default)."""
     require_torch()

@@ -10,7 +10,7 @@ import types
 import weakref
 from typing import Any, Callable
 
-from .version import TorchSupportError, _torch_str
+from .version import TorchSupportError, torch_str
 
 #: How many frames the guard hook walks up from a lookup to find the
 #: torch.compile call that made it (torch's own skipped frames in between:
@@ -32,7 +32,7 @@ def _compile_wrapper_code(ef: Any) -> Any:
         if getattr(const, "co_name", None) == "compile_wrapper":
             return const
     raise TorchSupportError(
-        f"torch {_torch_str()}: torch.compile's compile_wrapper was not found; "
+        f"torch {torch_str()}: torch.compile's compile_wrapper was not found; "
         "cache lookups cannot be timed"
     )
 

@@ -24,7 +24,7 @@ ANCHOR_TRIES = 3
 
 
 @contextlib.contextmanager
-def _quiet_fd2() -> Iterator[None]:
+def quiet_fd2() -> Iterator[None]:
     """Kineto prints start/stop lines straight to file descriptor 2."""
     try:
         saved = os.dup(2)
@@ -112,7 +112,7 @@ class CellProfiler:
             before_peak = torch.cuda.max_memory_allocated(dev)
             torch.cuda.reset_peak_memory_stats(dev)
             self._cuda = (dev, torch.cuda.memory_allocated(dev), before_peak)
-        with _quiet_fd2():
+        with quiet_fd2():
             _autograd._prepare_profiler(cfg, activities)
             _autograd._enable_profiler(cfg, activities, scopes)
         if regions:
@@ -134,7 +134,7 @@ class CellProfiler:
 
         if self.regions:
             self._anchor()
-        with _quiet_fd2():
+        with quiet_fd2():
             result = _autograd._disable_profiler()
         events = result.events()
         lookups = None

@@ -36,6 +36,7 @@ from .frames import (
     user_frames,
 )
 from .monitoring import CallStarts
+from .patches import Patches
 from .records import (
     CompileRecord,
     FrameBudget,
@@ -61,7 +62,7 @@ from .releases import (
 )
 from .shapes import GraphShapes, _graph_shapes
 from .stances import _EAGER_STANCES
-from .version import TorchSupportError, _eval_frame, _torch_str, require_torch, torch_version
+from .version import TorchSupportError, _eval_frame, require_torch, torch_str, torch_version
 
 #: torch's function that lists every cache entry's failed guard (convert_frame
 #: imports it by name; fail_on_recompile's callback imports it at call time).
@@ -142,8 +143,6 @@ class Window:
     resume_timing_off: str | None = None
     #: where the graph-break figures come from ("log" or "counters")
     break_source: str = "log"
-    #: each lookup's seconds from the profiler, when --profile-guards was asked for
-    profiled_lookups: list[float] | None = None
     #: every cache miss with what torch did after it
     miss_events: list[MissEvent] = field(default_factory=list)
     #: cache entries against the recompile limit of each frame compiled or
@@ -334,9 +333,7 @@ class Recorder:
         "_module_by_id",
         "_orig_cfs",
         "_orig_chromium",
-        "_orig_exceeds",
-        "_orig_reasons",
-        "_orig_user_compiler",
+        "_patches",
         "_pending",
         "_pending_code",
         "_prev_guard_hook",
@@ -371,8 +368,8 @@ class Recorder:
         self._generation = 0
         self._sentinel: Any = None
         self._reset_hits = 0
-        self._orig_reasons: list[tuple[Any, str, Any]] = []
-        self._orig_exceeds: Any = None
+        #: torch's attributes replaced while a window is open (see patches)
+        self._patches = Patches()
         #: code objects at their recompile limit, kept across windows (torch
         #: keeps running them eagerly; several compiled modules can share one,
         #: torch's module wrapper): code -> LimitHit
@@ -383,7 +380,6 @@ class Recorder:
         #: the function registered in torch's recompile-user-context hooks
         self._context_hook: Any = None
         self._aot_seen = 0
-        self._orig_user_compiler: Any = None
         #: id(torch function) -> its wrapper (see _wrapper)
         self._wrappers: dict[int, Any] = {}
         #: the two per-call hooks (see _make_hooks), made once and kept while
@@ -442,30 +438,26 @@ class Recorder:
             fns = self._hook_fns = (*self._make_hooks(), self._orig_cfs, SAMPLE_EVERY)
         cfs, guard_hook = fns[0], fns[1]
         self._prev_guard_hook = t.c_eval_frame.set_guard_complete_hook(guard_hook)
-        self._prev_testing_hook = getattr(t.guards, "guard_manager_testing_hook_fn", None)
-        t.guards.guard_manager_testing_hook_fn = self._testing_hook
-        t.ef._callback_from_stance = cfs
         self._orig_chromium = getattr(t.utils, "add_compilation_metrics_to_chromium", None)
-        if self._orig_chromium is not None:
-            t.utils.add_compilation_metrics_to_chromium = self._on_record
-        self._orig_reasons = []
-        for mod in (t.convert_frame, t.guards):
-            orig = getattr(mod, _REASONS_FN, None)
-            if orig is not None:
-                self._orig_reasons.append((mod, _REASONS_FN, orig))
-                setattr(mod, _REASONS_FN, self._wrapper(orig, self._reasons_wrapper))
-        self._orig_exceeds = getattr(t.convert_frame, _EXCEEDS_FN, None)
-        if self._orig_exceeds is not None:
-            t.convert_frame.exceeds_recompile_limit = self._wrapper(
-                self._orig_exceeds, self._exceeds_wrapper
-            )
         self._aot_seen = _aot_dispatch_count()
-        og = t.output_graph.OutputGraph
-        self._orig_user_compiler = vars(og).get("call_user_compiler")
-        if self._orig_user_compiler is not None:
-            og.call_user_compiler = self._wrapper(
-                self._orig_user_compiler, self._user_compiler_wrapper
-            )
+        # every torch attribute replaced while a window is open, in one table
+        patches = self._patches
+        patches.apply(t.ef, "_callback_from_stance", lambda orig: cfs)
+        testing = patches.apply(
+            t.guards, "guard_manager_testing_hook_fn", lambda orig: self._testing_hook
+        )
+        self._prev_testing_hook = testing.original if testing is not None else None
+        patches.apply(t.utils, "add_compilation_metrics_to_chromium", lambda orig: self._on_record)
+        for mod in (t.convert_frame, t.guards):
+            patches.apply(mod, _REASONS_FN, lambda orig: self._wrapper(orig, self._reasons_wrapper))
+        patches.apply(
+            t.convert_frame, _EXCEEDS_FN, lambda orig: self._wrapper(orig, self._exceeds_wrapper)
+        )
+        patches.apply(
+            t.output_graph.OutputGraph,
+            "call_user_compiler",
+            lambda orig: self._wrapper(orig, self._user_compiler_wrapper),
+        )
         self._register_sentinel()
         self._resume.start()
         self._register_context_hook()
@@ -483,33 +475,12 @@ class Recorder:
         if not self._hooks_on:
             return
         t = _torch_hooks()
-        cfs, guard_hook = self._hook_fns[:2] if self._hook_fns else (None, None)
+        guard_hook = self._hook_fns[1] if self._hook_fns else None
         now = t.c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
         if now is not None and now is not guard_hook:
             # someone hooked in after us: leave theirs (ours passes through)
             t.c_eval_frame.set_guard_complete_hook(now)
-        if t.guards.guard_manager_testing_hook_fn == self._testing_hook:
-            t.guards.guard_manager_testing_hook_fn = self._prev_testing_hook
-        if t.ef._callback_from_stance is cfs:
-            t.ef._callback_from_stance = self._orig_cfs
-        if self._orig_chromium is not None and (
-            t.utils.add_compilation_metrics_to_chromium == self._on_record
-        ):
-            t.utils.add_compilation_metrics_to_chromium = self._orig_chromium
-        for mod, name, orig in self._orig_reasons:
-            if getattr(getattr(mod, name, None), "_stance_magic_wraps", None) is orig:
-                setattr(mod, name, orig)
-        self._orig_reasons = []
-        exceeds = getattr(t.convert_frame, _EXCEEDS_FN, None)
-        if getattr(exceeds, "_stance_magic_wraps", None) is self._orig_exceeds is not None:
-            setattr(t.convert_frame, _EXCEEDS_FN, self._orig_exceeds)
-        self._orig_exceeds = None
-        og = t.output_graph.OutputGraph
-        wrapped = vars(og).get("call_user_compiler")
-        orig = self._orig_user_compiler
-        if orig is not None and getattr(wrapped, "_stance_magic_wraps", None) is orig:
-            og.call_user_compiler = orig
-        self._orig_user_compiler = None
+        self._patches.restore()
         self._unregister_sentinel()
         self._resume.stop()
         self._unregister_context_hook()
@@ -1275,7 +1246,7 @@ def _torch_hooks() -> _TorchHooks:
 
     if not hasattr(c_eval_frame, "set_guard_complete_hook"):
         raise TorchSupportError(
-            f"torch {_torch_str()} has no set_guard_complete_hook; cache hits cannot be counted"
+            f"torch {torch_str()} has no set_guard_complete_hook; cache hits cannot be counted"
         )
     return _TorchHooks(
         _eval_frame(), c_eval_frame, guards, utils, callback_handler, convert_frame, output_graph

@@ -63,10 +63,10 @@ def delayed_stance_warning(stance: str) -> str | None:
     callback under it is not linked (torch 2.8); None elsewhere."""
     if not delayed_callback_unlinked(stance):
         return None
-    from .version import _torch_str
+    from .version import torch_str
 
     return (
-        f"torch {_torch_str()} under {stance}: torch matches its cache entries by the "
+        f"torch {torch_str()} under {stance}: torch matches its cache entries by the "
         "address of a callback it builds for every call, so a call may recompile with no "
         "guard failed, and one can crash the process (seen on this project's machines "
         "under aot_eager_then_compile, measured or not); torch 2.9 fixed it"

@@ -7,7 +7,7 @@ import contextlib
 import re
 from typing import Any, Iterator
 
-from .version import _eval_frame, _fmt, _torch_str, require_torch
+from .version import _eval_frame, _fmt, require_torch, torch_str
 
 #: Stances and the first torch release that has them. Names that the
 #: installed torch documents beyond these are picked up too (see
@@ -83,7 +83,7 @@ def missing_stance_hint(name: str) -> str | None:
     since = STANCE_SINCE.get(name)
     if since is None or name in supported_stances():
         return None
-    return f"stance {name!r} needs torch >= {_fmt(since)} (installed: {_torch_str()})"
+    return f"stance {name!r} needs torch >= {_fmt(since)} (installed: {torch_str()})"
 
 
 def set_stance(name: str, skip_guard_eval_unsafe: bool, backend: Any) -> Any:

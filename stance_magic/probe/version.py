@@ -92,14 +92,14 @@ def _eval_frame() -> Any:
         if not hasattr(eval_frame, name):
             raise TorchSupportError(
                 f"torch._dynamo.eval_frame.{name} is missing in this torch "
-                f"({_torch_str()}); stance_magic supports torch "
+                f"({torch_str()}); stance_magic supports torch "
                 f"{_fmt(MIN_TORCH)} to {_fmt(TESTED_UP_TO)}"
             )
     _EVAL_FRAME = eval_frame
     return eval_frame
 
 
-def _torch_str() -> str:
+def torch_str() -> str:
     import torch
 
     return torch.__version__

@@ -1,0 +1,818 @@
+"""Building a report: a closed measuring window in, a whole :class:`CellReport` out.
+
+The one place a report is made. :func:`build_report` reads what the probe saw
+(a :class:`Closed` window: torch's compile records,
+lookups, misses, graph breaks, memory) and what the block's caller measured
+around it (``--compare``'s runs, ``--sweep``'s memory run), and returns a
+complete report; :func:`with_shared` and :func:`with_ranks` make the report a
+trace or a gather across ranks completes. Nothing else writes to a report:
+the front ends read it, and a layout test holds every attribute assignment to
+a report to this module.
+
+Torch's own text (recompile reasons, graph-break messages) is parsed by the
+probe; places are shortened by :mod:`stance_magic.paths`.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from . import causes as _causes
+from . import probe
+from .paths import is_library, short_path
+from .report import (
+    PHASES,
+    Budget,
+    CacheUse,
+    CellReport,
+    ColdCompile,
+    Comparison,
+    CompileCaches,
+    DynamicShapes,
+    FrameCompile,
+    Gathered,
+    GraphBreak,
+    GuardFailure,
+    Lookups,
+    LookupTarget,
+    Recompile,
+    RecompileLimit,
+    Shared,
+)
+from .text import place
+
+if TYPE_CHECKING:
+    from .spec import MeasureSpec
+
+__all__ = [
+    "Closed",
+    "build_report",
+    "called_from",
+    "compile_caches",
+    "error_line",
+    "frame_text",
+    "with_ranks",
+    "with_shared",
+]
+
+
+@dataclass
+class Closed:
+    """A measuring window once it closed: what was seen, not yet built into a report."""
+
+    spec: MeasureSpec
+    window: probe.Window
+    wall_s: float
+    error: BaseException | None
+    #: perf_counter() when the block started
+    t0: float
+    #: each lookup's seconds from the profiler (``profile_lookups``)
+    profiled_lookups: list[float] | None = None
+    memory: list[probe.MemoryFigure] = field(default_factory=list)
+    #: the times were taken with memory measuring on
+    memory_on: bool = False
+    #: why the profiler could not measure (another one ran), or None
+    profiler_error: str | None = None
+    #: torch's compile-cache events of the window
+    cache_events: list[Any] = field(default_factory=list)
+    #: how the window ended, when not as usual (a cell ended it early)
+    notes: list[str] = field(default_factory=list)
+    #: the profiler that ran, for a timeline's runs of compiled code
+    profiler: Any = None
+
+    @property
+    def compile_s(self) -> float:
+        """The compile time torch recorded in the window (what the report's
+        ``compile_s`` will be)."""
+        return sum(rec.seconds for rec in self.window.compiles if rec.kind is not None)
+
+
+#: How the report names each compile cache.
+CACHE_LABELS = {"aot_autograd": "AOTAutograd cache", "inductor": "FX graph cache"}
+
+
+def build_report(
+    closed: Closed,
+    *,
+    index: int,
+    history: Sequence[CellReport] = (),
+    loaded: dict[str, str] | None = None,
+    compare: Comparison | None = None,
+    memory: list[probe.MemoryFigure] | None = None,
+    notes: Sequence[str] = (),
+) -> CellReport:
+    """The report of a closed window, whole.
+
+    ``index`` is its place in the history to be; ``history`` the reports
+    before it (a warm compile names the cold cell that compiled the same
+    graphs); ``loaded`` maps compile-cache keys to the file a ``%stance cache
+    load`` read them from. ``compare`` (``--compare``'s figures) and
+    ``memory`` (``--sweep``'s figures from a run of their own, instead of the
+    window's) are measured by the caller around the window; ``notes`` are the
+    caller's words about how.
+    """
+    spec, window, error = closed.spec, closed.window, closed.error
+    stance = spec.stance
+    assert stance is not None, "a closed window knows its stance"
+    error_text = error_line(error) if error is not None else None
+    frames = _frames(window, stance.name, error_text)
+    fwd = [f for f in frames if f.kind == "frame"]
+    breakdown = dict.fromkeys(PHASES, 0.0)
+    for rec in window.compiles:
+        if rec.kind is not None:
+            for k, v in rec.phases.items():
+                breakdown[k] += v
+    recompiles = _recompiles(window, fwd)
+    misses = window.miss_events
+    refused = [m for m in misses if m.outcome == probe.MISS_REFUSED]
+    refused_guards = [g for m in refused for g in m.failures] or _refused_guards(error)
+    refused_n = len(refused)
+    if not refused_n and (refused_guards or (error_text and "fail_on_recompile" in error_text)):
+        refused_n = 1  # refused from an empty cache: no lookup first
+    limits = _recompile_limits(window)
+    frames, caches = compile_caches(frames, window, closed.cache_events, history, loaded)
+    figures = closed.memory if memory is None else memory
+    return CellReport(
+        stance=stance.name,
+        skip_guard_eval_unsafe=stance.skip_guard_eval_unsafe,
+        backend=stance.backend_name,
+        index=index,
+        execution_count=spec.execution_count,
+        label=spec.label,
+        source=spec.source,
+        wall_s=closed.wall_s,
+        compile_s=sum(f.seconds for f in frames),
+        compile_breakdown=breakdown,
+        compiles=len(fwd),
+        backward_compiles=len(frames) - len(fwd),
+        graphs=sum(1 for f in frames if f.graph and not f.failed),
+        failed_compiles=sum(1 for f in frames if f.failed),
+        recompile_details=recompiles,
+        graph_break_details=_break_costs(_group_breaks(window.graph_breaks), frames),
+        compiled_calls=window.compiled_calls,
+        cache_hits=window.hits,
+        cache_misses=window.misses + sum(rec.cold for rec in window.compiles if rec.kind),
+        guard_count=sum(f.guard_count or 0 for f in fwd),
+        lookups=_lookups(window, closed.profiled_lookups),
+        eager_fallbacks=sum(1 for m in misses if m.outcome == probe.MISS_EAGER),
+        refused_recompiles=refused_n,
+        recompile_limits=limits,
+        limit_eager_calls=sum(x.eager_calls for x in limits),
+        causes=_recompile_causes(recompiles, window),
+        recompile_budget=[_budget(b) for b in window.budgets],
+        dynamic_shapes=_dynamic_shapes(window, frames),
+        eager_first_calls=(
+            window.eager_calls.get("eager_then_compile", 0)
+            if stance.name == "eager_then_compile"
+            else 0
+        ),
+        eager_calls=dict(window.eager_calls),
+        compiles_during_eager_calls=(
+            sum(1 for f in fwd if f.during_eager_call) if stance.name == "eager_then_compile" else 0
+        ),
+        refused_guards=refused_guards,
+        memory=list(figures),
+        memory_on=closed.memory_on,
+        error=error_text,
+        frames=frames,
+        compare=compare,
+        notes=_notes(closed, figures, error) + list(notes),
+        compile_caches=caches,
+    )
+
+
+def with_shared(rep: CellReport, shared: Shared, notes: Sequence[str] = ()) -> CellReport:
+    """``rep`` with what ``--trace`` / ``--timeline`` wrote for it."""
+    return replace(rep, shared=shared, notes=[*rep.notes, *notes])
+
+
+def with_ranks(rep: CellReport, gathered: Gathered, view: Any = None) -> CellReport:
+    """``rep`` once gathered across ranks: where it went, and on the rank that
+    gathered, the combined ``view`` (a :class:`stance_magic.ranks.RankReport`)."""
+    return replace(rep, gathered=gathered, ranks=view)
+
+
+# --------------------------------------------------------------------------
+# compiles
+# --------------------------------------------------------------------------
+
+
+def _frames(window: probe.Window, stance: str, error_text: str | None) -> list[FrameCompile]:
+    frames: list[FrameCompile] = []
+    for rec in window.compiles:
+        kind = rec.kind
+        if kind is None:
+            continue
+        info = rec.info
+        name, filename, line = _frame_name(rec)
+        backend = info.backend
+        if kind == "frame" and stance == "aot_eager_then_compile" and info.example_calls == 1:
+            backend = "aot_eager"  # torch compiles the first call under aot_eager
+        graph = rec.backend_graph or kind == "backward"
+        failed = rec.failed
+        exception = info.exception
+        if failed is None and exception is not None:
+            # torch wrote the record while an exception unwound the compile
+            # (a backend raised, the cell was interrupted): no graph exists
+            failed = f"{exception}: the compile did not finish"
+        if failed is not None and kind == "frame" and info.limit is None:
+            graph = graph and not exception
+        raised = bool(
+            failed and error_text and error_text.split(":", 1)[0] == failed.split(":", 1)[0]
+        )
+        frames.append(
+            FrameCompile(
+                compile_id=rec.compile_id,
+                kind=kind,
+                name=name,
+                filename=filename,
+                line=line,
+                seconds=rec.seconds,
+                phases=rec.phases,
+                guard_count=rec.guard_count,
+                recompile_reason=rec.recompile_reason,
+                failed=failed,
+                backend=backend if graph else None,
+                graph=graph,
+                during_eager_call=info.during_eager_call,
+                raised=raised,
+                file=_file(filename),
+            )
+        )
+    return frames
+
+
+def _frame_name(rec: probe.CompileRecord) -> tuple[str, str, int | None]:
+    """How the report names a compiled frame: the nn.Module's class for a
+    module's forward (through torch's wrapper or a library's decorator too),
+    a resume function by where its graph break was."""
+    co_name, info = rec.co_name, rec.info
+    if co_name is None and info.frame is not None:
+        return info.frame  # torch wrote no code name (the recompile-limit attempt)
+    name = co_name or "(backward)"
+    filename, line = rec.filename, rec.line
+    resumed = probe.resume_parts(co_name)
+    if resumed:
+        fn, at = resumed
+        return f"{fn} after the graph break at line {at}", filename, line
+    if info.module is not None:
+        mod_name, mod_file, mod_line = info.module
+        if co_name == "forward" or rec.module_wrapper:
+            return mod_name, mod_file, mod_line
+        return f"{mod_name} (through {co_name})", filename, line
+    return name, filename, line
+
+
+def _notes(
+    closed: Closed, figures: Sequence[probe.MemoryFigure], error: BaseException | None
+) -> list[str]:
+    window = closed.window
+    notes = []
+    if window.reset_seen:
+        notes.append(
+            "torch.compiler.reset() ran in this cell: the figures cover compiles before "
+            "and after it (torch restarts compile ids at 0/0)"
+        )
+    if window.break_source == "counters":
+        notes.append(
+            "graph breaks counted from torch's counters (this torch has no graph_breaks "
+            "log artifact): some kinds of break are missed"
+        )
+    if error is not None and type(error).__name__ == "ConstraintViolationError":
+        notes.append(_constraint_note(str(error)))
+    notes.extend(fig.note for fig in figures if fig.note)
+    if closed.profiler_error:
+        notes.append(closed.profiler_error)
+    notes.extend(closed.notes)
+    return notes
+
+
+def error_line(exc: BaseException) -> str:
+    """An exception as one line: ``RuntimeError: its first line``."""
+    text = str(exc).strip().splitlines()
+    head = text[0] if text else ""
+    return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
+
+
+def _refused_guards(error: BaseException | None) -> list[str]:
+    """The guard failures torch lists in a fail_on_recompile refusal."""
+    if error is None:
+        return []
+    text = str(error)
+    if "fail_on_recompile" not in text:
+        return []
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("- "):
+            out.append(line[2:].strip())
+    return out
+
+
+def _constraint_note(text: str) -> str:
+    """One line for torch's ConstraintViolationError (a dimension marked
+    dynamic that the code specialized)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    detail = next((ln for ln in lines if ln.startswith("- ")), lines[0] if lines else text)
+    return (
+        "a dimension marked dynamic (mark_dynamic) was specialized by the code, so torch "
+        f"refused to compile: {detail.lstrip('- ')}"
+    )
+
+
+# --------------------------------------------------------------------------
+# places
+# --------------------------------------------------------------------------
+
+
+def _file(filename: str) -> str:
+    """A compiled frame's file as the report shows it (``In [?]`` for a
+    class defined in the notebook whose cell is unknown)."""
+    if filename == probe.NOTEBOOK:
+        return "In [?]"
+    return short_path(filename) if filename else ""
+
+
+def _where(filename: str, line: int | None) -> str:
+    return place(_file(filename), line) if filename else ""
+
+
+def frame_text(name: str, filename: str, line: int | None) -> str:
+    """A user frame as the report writes it: ``In [1], line 2 in helper``;
+    a cell's own code (``<module>``) by its line alone."""
+    text = _where(filename, line) or name
+    return text if name == "<module>" else f"{text} in {name}"
+
+
+def called_from(stack: list[tuple[str, str, int]]) -> str:
+    """The user's line that made a call, from its user frames (innermost
+    first): ``In [3], line 2``, or ``In [1], line 2 in helper, from In [3],
+    line 2`` when a function made it (the notebook line is the outermost cell
+    frame)."""
+    if not stack:
+        return ""
+    text = frame_text(*stack[0])
+    cells = [fr for fr in stack[1:] if _file(fr[1]).startswith("In [")]
+    if cells:
+        text += f", from {_where(cells[-1][1], cells[-1][2])}"
+    return text
+
+
+def _source_line(filename: str, line: int | None) -> str:
+    if not filename or not line:
+        return ""
+    text = linecache.getline(filename, line).strip()
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _budget(b: probe.FrameBudget) -> Budget:
+    """A frame's entries against its recompile limit, placed as the report places frames."""
+    name, filename, line = b.frame
+    where = f"{name} ({_where(filename, line)})" if filename else name
+    return Budget(where, b.entries, b.limit, b.config, b.per_call)
+
+
+# --------------------------------------------------------------------------
+# recompiles, limits, causes, shapes
+# --------------------------------------------------------------------------
+
+
+def split_recompile_reason(text: str) -> tuple[str, str]:
+    """(reason, guard source) from a ``recompile_reason``, the guard's file
+    written as the report writes places (see
+    :func:`stance_magic.probe.split_recompile_reason`)."""
+    return probe.split_recompile_reason(text, short_path)
+
+
+def _guard_failures(texts: list[str]) -> list[GuardFailure]:
+    return [GuardFailure(*split_recompile_reason(t)) for t in texts]
+
+
+def _recompiles(window: probe.Window, fwd: list[FrameCompile]) -> list[Recompile]:
+    failures_by_id = {
+        rec.compile_id: rec.info.guard_failures
+        for rec in window.compiles
+        if rec.info.guard_failures
+    }
+    stacks_by_id = {
+        rec.compile_id: rec.info.user_stack for rec in window.compiles if rec.info.user_stack
+    }
+    out = []
+    for f in fwd:
+        if f.recompile_reason:
+            reason, pointer = split_recompile_reason(f.recompile_reason)
+            stack = stacks_by_id.get(f.compile_id, [])
+            out.append(
+                Recompile(
+                    reason,
+                    f.where,
+                    f.compile_id,
+                    pointer,
+                    failures=_guard_failures(failures_by_id.get(f.compile_id, [])),
+                    called_from=called_from(stack),
+                    stack=[frame_text(*fr) for fr in stack],
+                )
+            )
+    return out
+
+
+def _recompile_limits(window: probe.Window) -> list[RecompileLimit]:
+    """Frames at the recompile limit in this cell: the attempt that hit it
+    (a record) and every call that then ran eagerly (a miss torch did not
+    compile because of it), grouped by frame."""
+    out: dict[tuple[Any, ...], RecompileLimit] = {}
+    automatic = probe.dynamo_config_flag("automatic_dynamic_shapes")
+
+    def entry(hit: probe.LimitHit) -> RecompileLimit:
+        name, filename, line = hit.frame
+        key = (name, filename, line, hit.config)
+        lim = out.get(key)
+        if lim is None:
+            where = f"{name} ({_where(filename, line)})" if filename else name
+            lim = out[key] = RecompileLimit(
+                where,
+                hit.config,
+                hit.limit,
+                None,
+                automatic_dynamic=automatic,
+                per_call=hit.per_call,
+            )
+        return lim
+
+    for rec in window.compiles:
+        info = rec.info
+        hit = info.limit
+        if hit is not None:
+            lim = entry(hit)
+            lim.compile_id = rec.compile_id
+            if info.guard_failures and not lim.failures:
+                lim.failures = _guard_failures(info.guard_failures)
+    for m in window.miss_events:
+        if m.outcome == probe.MISS_LIMIT and m.limit is not None:
+            entry(m.limit).eager_calls += 1
+    return list(out.values())
+
+
+def _recompile_causes(recompiles: list[Recompile], window: probe.Window) -> list[_causes.Cause]:
+    """The trap behind each recompile and refusal, from the guard failure
+    that decides it (see :func:`stance_magic.causes.decisive`)."""
+    defined = {m.compile_id: m.defined for m in window.miss_events if m.compile_id}
+    stances = {m.compile_id: m.stance for m in window.miss_events if m.compile_id}
+    found: dict[tuple[str, str], _causes.Cause] = {}
+
+    def add(failures: list[Any], fallback: str, context: dict[str, Any], stance: str) -> None:
+        _, text = _causes.decisive(failures, fallback)
+        ctx = {
+            expr: (name, _file(filename), what)
+            for expr, (name, filename, _line, what) in context.items()
+        }
+        unlinked = stance if probe.delayed_callback_unlinked(stance) else None
+        c = _causes.identify(text, ctx, unlinked_stance=unlinked) if text else None
+        if c is None:
+            return
+        key = (c.kind, c.subject)
+        if key in found:
+            found[key].count += 1
+        else:
+            found[key] = c
+
+    for r in recompiles:
+        fallback = f"{r.reason}  ← {r.guard_source}" if r.guard_source else r.reason
+        add(r.failures, fallback, defined.get(r.compile_id, {}), stances.get(r.compile_id, ""))
+    for m in window.miss_events:
+        if m.outcome == probe.MISS_REFUSED and m.failures:
+            add(_guard_failures(m.failures), "", m.defined, m.stance)
+    return list(found.values())
+
+
+def _pretty_source(source: str) -> str:
+    """``L['x'].size()[0]`` as a user writes it: ``x.size()[0]``."""
+    return re.sub(r"\b[LG]\[['\"]([^'\"]+)['\"]\]", r"\1", source)
+
+
+def _dynamic_shapes(window: probe.Window, frames: list[FrameCompile]) -> list[DynamicShapes]:
+    where = {f.compile_id: f.where for f in frames}
+    out = []
+    for rec in window.compiles:
+        shapes = rec.info.shapes
+        if shapes is None:
+            continue
+        cid = rec.compile_id
+        d = DynamicShapes(cid, where.get(cid, ""))
+        # a module's parameters and buffers are graph inputs too, not the user's
+        d.inputs = [
+            f"{_pretty_source(s)}: [{', '.join(dims)}]"
+            for s, dims in shapes.inputs
+            if "._parameters[" not in s and "._buffers[" not in s
+        ]
+        d.symbols = [f"{sym} = {_pretty_source(src)}: {why}" for sym, src, why in shapes.symbols]
+        for sym, value, src, guard, loc in shapes.specialized:
+            line = f"{sym} = {_pretty_source(src)} specialized to {value} by {guard}"
+            code, _, at = loc.partition("  # ")
+            m = re.match(r"^(?P<file>.+):(?P<line>\d+) in (?P<fn>.+)$", at.strip())
+            if m:
+                at = f"{_where(m.group('file'), int(m.group('line')))} in {m.group('fn')}"
+            if code.strip():
+                line += f" at `{code.strip()}`" + (f" ({at.strip()})" if at.strip() else "")
+            d.specialized.append(line)
+        out.append(d)
+    return out
+
+
+# --------------------------------------------------------------------------
+# graph breaks
+# --------------------------------------------------------------------------
+
+
+def _group_breaks(events: list[Any]) -> list[GraphBreak]:
+    """Breaks grouped by cause (torch's graph-break id, else its summary) and
+    place; each with torch's explanation, hints and documentation page."""
+    groups: dict[tuple[str, str, int | None], GraphBreak] = {}
+    for ev in events:
+        summary = probe.break_summary(ev.reason)
+        bt = probe.graph_break_type(ev.reason)
+        key = (bt.gb_id if bt else summary, ev.filename, ev.line)
+        g = groups.get(key)
+        if g is not None:
+            g.count += 1
+            continue
+        g = groups[key] = GraphBreak(
+            reason=ev.reason,
+            count=1,
+            summary=summary,
+            filename=ev.filename,
+            line=ev.line,
+            source=_source_line(ev.filename, ev.line),
+            skipped_frame=ev.skipped_frame,
+            file=short_path(ev.filename) if ev.filename else "",
+        )
+        if bt is not None:
+            g.gb_id, g.gb_type, g.url = bt.gb_id, bt.gb_type, bt.url or ""
+        g.explanation = _gb_field(ev.reason, "Explanation:") or (bt.explanation if bt else "")
+        g.hints = _gb_hints(ev.reason) or (list(bt.hints) if bt else [])
+        if ev.filename and is_library(ev.filename):
+            user = next((fl for fl in reversed(ev.stack) if not is_library(fl[0])), None)
+            if user is not None:
+                g.user_filename, g.user_line = user
+                g.user_file = short_path(g.user_filename)
+                g.user_source = _source_line(*user)
+    return list(groups.values())
+
+
+def _gb_field(reason: str, label: str) -> str:
+    for line in reason.splitlines():
+        line = line.strip()
+        if line.startswith(label):
+            return line[len(label) :].strip()
+    return ""
+
+
+def _gb_hints(reason: str) -> list[str]:
+    return [ln.strip()[5:].strip() for ln in reason.splitlines() if ln.strip().startswith("Hint:")]
+
+
+def _break_costs(breaks: list[GraphBreak], frames: list[FrameCompile]) -> list[GraphBreak]:
+    """Each break's cost (the resume frames torch compiled after it), most
+    costly first."""
+    for g in breaks:
+        tail = f"after the graph break at line {g.line}"
+        after = [
+            f
+            for f in frames
+            if f.kind == "frame" and f.filename == g.filename and f.name.endswith(tail)
+        ]
+        g.frames_after = len(after)
+        g.graphs_after = sum(1 for f in after if f.graph)
+        g.compile_s_after = sum(f.seconds for f in after)
+    return sorted(breaks, key=lambda g: (-g.compile_s_after, -g.frames_after, -g.count))
+
+
+# --------------------------------------------------------------------------
+# cache lookups
+# --------------------------------------------------------------------------
+
+
+def _lookup_estimate(t: Any) -> tuple[float, list[tuple[float, float]]]:
+    """(seconds, (lookup seconds, weight) pairs) for one function's lookups.
+
+    Stratified: the first timed lookups stand for themselves; each spot check
+    after them (1 in ``probe.SAMPLE_EVERY``) for its share of the counted-only
+    ones, so the cell's first, slower lookups do not stand for the rest.
+    Without a spot check yet, every timed lookup shares them alike."""
+    if not t.timed:
+        return 0.0, []
+    weighted = [(x, 1.0) for x in t.samples]
+    if not t.sampled:
+        return t.seconds, weighted
+    spots = t.spot_samples
+    if not spots:
+        w = (t.timed + t.sampled) / t.timed
+        return t.seconds * w, [(x, w) for x in t.samples]
+    extra = t.sampled / len(spots)  # each spot check's share of the counted-only
+    return t.seconds + sum(spots) * extra, weighted + [(x, extra) for x in spots]
+
+
+def _weighted_median(pairs: list[tuple[float, float]]) -> float | None:
+    """The lookup time below and above which half the weight lies."""
+    if not pairs:
+        return None
+    pairs = sorted(pairs)
+    half = sum(w for _, w in pairs) / 2
+    run = 0.0
+    for i, (x, w) in enumerate(pairs):
+        run += w
+        if run > half:
+            return x
+        if run == half and i + 1 < len(pairs):  # an even split: the mean of the two
+            return (x + pairs[i + 1][0]) / 2
+    return pairs[-1][0]
+
+
+def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
+    """Cache lookups: timed in situ (default), or from the profiler (-g)."""
+    weighted_all: list[tuple[float, float]] = []
+    targets = []
+    for t in window.targets:
+        seconds, weighted = _lookup_estimate(t)
+        weighted_all += weighted
+        targets.append(
+            LookupTarget(
+                name=t.name,
+                where=_where(t.filename, t.line),
+                timed=t.timed,
+                seconds=seconds,
+                untimed=t.untimed,
+                misses=t.misses,
+                eager_calls=t.eager_calls,
+                per_lookup_s=_weighted_median(weighted),
+                sampled=t.sampled,
+            )
+        )
+    counts = Lookups(
+        timed=window.timed_lookups,
+        untimed=window.untimed_lookups,
+        sampled=window.sampled_lookups,
+        targets=targets,
+    )
+    if profiled is not None:
+        empty = probe.torch_version() <= probe.PROFILER_EMPTY_LOOKUPS_UNTIL
+        return replace(
+            counts,
+            method="profiler",
+            seconds=sum(profiled),
+            per_lookup_s=statistics.median(profiled) if profiled else None,
+            profiled=len(profiled),
+            profiler_counts_empty=empty,
+        )
+    if not counts.count:
+        return replace(counts, seconds=0.0)
+    if not counts.timed:
+        return counts  # not timed: nested lookups alone, with no start to time from
+    return replace(
+        counts,
+        method="in situ",
+        # each function's timed lookups stand for its counted-only ones too
+        seconds=sum(t.seconds for t in targets),
+        # per lookup: the median, so one lookup preempted by the OS does not move it
+        per_lookup_s=_weighted_median(weighted_all),
+        resumed=window.resumed_lookups,
+        untimed_why=window.resume_timing_off or "",
+        no_ex_calls=not probe.EX_CALLS_SEEN,
+    )
+
+
+# --------------------------------------------------------------------------
+# compile caches: where each compile's time came from
+# --------------------------------------------------------------------------
+
+
+def compile_caches(
+    frames: list[FrameCompile],
+    window: Any,
+    events: list[Any],
+    history: Sequence[CellReport] = (),
+    loaded: dict[str, str] | None = None,
+) -> tuple[list[FrameCompile], CompileCaches]:
+    """Each compile with the compile caches it consulted, and the cell's
+    figures of them: per compile, AOTAutograd's and Inductor's FX graph
+    cache as torch's records count their hits and misses (bypasses and keys
+    from torch's cache events); per cell, the time loaded vs generated, the
+    state, and a cold compile of the same graphs earlier in ``history`` when
+    there is one. ``loaded`` maps keys to the file a ``%stance cache load``
+    read them from."""
+    if not window.records:
+        return frames, CompileCaches()  # nothing compiled: no cache was consulted
+    by_id: dict[tuple[str, str], list[Any]] = {}
+    for rec in window.records:
+        if probe.is_frame_compile(rec) or probe.is_backward_compile(rec):
+            kind = "frame" if probe.is_frame_compile(rec) else "backward"
+            by_id.setdefault((str(rec.compile_id), kind), []).append(rec)
+    out = []
+    for f in frames:
+        recs = by_id.get((f.compile_id, f.kind))
+        out.append(replace(f, caches=_frame_caches(recs.pop(0), events)) if recs else f)
+    uses = [c for f in out for c in f.caches]
+    fx = [c for c in uses if c.cache == "inductor"]
+    aot = [c for c in uses if c.cache == "aot_autograd"]
+    counts = {
+        "fx_hits": sum(c.hits for c in fx),
+        "fx_misses": sum(c.misses for c in fx),
+        "fx_bypasses": sum(c.bypasses for c in fx),
+        "aot_hits": sum(c.hits for c in aot),
+        "aot_misses": sum(c.misses for c in aot),
+        "aot_bypasses": sum(c.bypasses for c in aot),
+        "bypass_reasons": [probe.first_line(r) for c in uses for r in c.reasons],
+    }
+    cached = [f for f in out if f.caches]
+    if not cached:
+        return out, CompileCaches(**counts)
+    rest = {id(f): max(f.seconds - f.phases.get("dynamo", 0.0), 0.0) for f in cached}
+    saved = [f.saved_s for f in cached if f.source != "generated" and f.saved_s is not None]
+    loaded_n = sum(1 for f in cached if f.source == "loaded")
+    off = sorted({CACHE_LABELS[c.cache] for f in cached for c in f.caches if c.state == "off"})
+    graphs = counts["fx_hits"] + counts["fx_misses"] + counts["fx_bypasses"]
+    loaded_from = None
+    if loaded:
+        hit_keys = {
+            k for f in cached for c in f.caches if c.state in ("hit", "mixed") for k in c.keys
+        }
+        files = {loaded[k] for k in hit_keys if k in loaded}
+        loaded_from = ", ".join(sorted(files)) if files else None
+    cold = None
+    if off and not graphs:
+        state = "caches off"
+    elif loaded_n and loaded_n == len(cached):
+        state = "warm"
+        cold = _cold_match(cached, history)
+    elif loaded_n:
+        state = "partly warm"
+    else:
+        state = "cold"
+    return out, CompileCaches(
+        **counts,
+        loaded_s=sum(rest[id(f)] for f in cached if f.source == "loaded"),
+        generated_s=sum(rest[id(f)] for f in cached if f.source != "loaded"),
+        saved_s=sum(saved) if saved else None,
+        state=state,
+        dynamo_s=sum(f.phases.get("dynamo", 0.0) for f in cached),
+        consulted=len(cached),
+        loaded=loaded_n,
+        off=off,
+        loaded_from=loaded_from,
+        cold=cold,
+    )
+
+
+def _frame_caches(rec: Any, events: list[Any]) -> list[CacheUse]:
+    from .probe import caches as pc
+
+    mine = pc.events_of(rec, events)
+    out = []
+    for cache in (pc.AOT_AUTOGRAD, pc.INDUCTOR):
+        evs = [e for e in mine if e.cache == cache]
+        saved = [e.saved_s for e in evs if e.state == "hit" and e.saved_s is not None]
+        use = CacheUse(
+            cache,
+            hits=pc.record_count(rec, cache, "hit"),
+            misses=pc.record_count(rec, cache, "miss"),
+            bypasses=sum(1 for e in evs if e.state == "bypass"),
+            disabled=any(e.state == "disabled" for e in evs),
+            keys=[e.key for e in evs if e.key],
+            saved_s=sum(saved) if saved else None,
+            reasons=[e.reason for e in evs if e.state == "bypass" and e.reason],
+        )
+        if use.state:
+            out.append(use)
+    return out
+
+
+def _cold_match(cached: list[FrameCompile], history: Sequence[CellReport]) -> ColdCompile | None:
+    """The latest earlier cell that generated graphs with the keys these
+    compiles loaded: its compile time for them, its name, how many matched."""
+    keys = [{k for c in f.caches for k in c.keys} for f in cached]
+    for old in reversed(history):
+        seconds, matched = 0.0, 0
+        frames = old.frames
+        for f_keys in keys:
+            if not f_keys:
+                continue
+            for g in frames:
+                if g.source == "generated" and f_keys & {k for c in g.caches for k in c.keys}:
+                    # with its lazily compiled backward (same compile id),
+                    # which an AOTAutograd hit loads too
+                    seconds += sum(
+                        b.seconds
+                        for b in frames
+                        if b is g or (b.kind == "backward" and b.compile_id == g.compile_id)
+                    )
+                    matched += 1
+                    break
+        if matched:
+            n = old.execution_count
+            return ColdCompile(seconds, f"In [{n}]" if n else f"cell {old.index}", matched)
+    return None

@@ -1,0 +1,250 @@
+"""Measuring one block: the open window, and the handle a ``with`` statement gets.
+
+The flow is one way. A front end (the magics, :func:`stance_magic.measure`,
+``--compare``, ``--sweep``, a watched cell) describes the block in a
+:class:`~stance_magic.spec.MeasureSpec`; the engine opens a
+:class:`Measurement` on it (the probe's recorder, the profiler when asked,
+the compile-cache watch, a trace); when the block ends the window is closed
+into a :class:`~stance_magic.build.Closed` (raw facts, nothing built),
+:mod:`stance_magic.build` makes the whole report from it, a trace and a
+gather across ranks complete it, and the engine publishes it (the history,
+the panels). Nothing writes to the report after that.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import probe
+from .build import Closed
+from .notebook import running_cell_number
+
+if TYPE_CHECKING:
+    from .report import CellReport, Comparison
+    from .spec import MeasureSpec
+
+__all__ = ["Host", "Measured", "Measurement"]
+
+
+class Host(Protocol):
+    """What a measurement needs of the engine that opens it."""
+
+    @property
+    def recorder(self) -> probe.Recorder: ...
+
+    @property
+    def history(self) -> list[CellReport]: ...
+
+    def opened(self, m: Measurement) -> None: ...
+
+    def closed(self, m: Measurement) -> None: ...
+
+    def publish(self, report: CellReport) -> None: ...
+
+
+class Measurement:
+    """One open measuring window. :meth:`close` stops its clocks once;
+    :meth:`finish` builds the report, completes and publishes it, once."""
+
+    def __init__(self, engine: Host, spec: MeasureSpec) -> None:
+        assert spec.stance is not None, "the engine resolves the stance"
+        self.engine = engine
+        self.spec = spec
+        #: the report, once :meth:`finish` built it
+        self.report: CellReport | None = None
+        self._closed: Closed | None = None
+        self._recorder = engine.recorder
+        self._sharing = None
+        if spec.trace is not None or spec.timeline is not None:
+            from .share import Sharing
+
+            self._sharing = Sharing(spec.trace, spec.timeline)
+            self._sharing.start()  # before the recorder: a failure here leaves nothing open
+        self._mark = self._recorder.start(context=self.context)
+        self._cache_mark = _cache_watch_start()
+        engine.opened(self)
+        self._profiler: probe.CellProfiler | None = None
+        self._profiler_error: str | None = None
+        regions = self._sharing is not None and self._sharing.wants_regions
+        if spec.profile_lookups or spec.memory or regions:
+            try:
+                self._profiler = probe.CellProfiler(
+                    lookups=spec.profile_lookups, memory=spec.memory, regions=regions
+                )
+            except probe.ProfilerBusy as err:
+                self._profiler_error = f"not measured with the profiler: {err}"
+        self._t0 = time.perf_counter()
+
+    def context(self) -> str:
+        """How torch's own compile records name this window (their
+        ``recompile_user_contexts``, where torch keeps them; tlparse and
+        traces show it): ``stance_magic In [7] (eager_then_compile)``, read
+        when torch compiles, so the cell's number is known by then."""
+        parts = ["stance_magic"]
+        number = self.spec.execution_count or running_cell_number()
+        if number:
+            parts.append(f"In [{number}]")
+        if self.spec.label:
+            parts.append(repr(self.spec.label))
+        assert self.spec.stance is not None
+        parts.append(f"({self.spec.stance.name})")
+        return " ".join(parts)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    def close(self, error: BaseException | None = None, note: str | None = None) -> Closed:
+        """Stop the clocks, the recorder and the profiler (once; later calls
+        return the same :class:`Closed`)."""
+        if self._closed is not None:
+            return self._closed
+        wall = time.perf_counter() - self._t0
+        self.engine.closed(self)
+        profiled, memory = None, []
+        if self._profiler is not None:
+            profiled, memory = self._profiler.stop()
+        window = self._recorder.stop(self._mark)
+        self._closed = Closed(
+            spec=self.spec,
+            window=window,
+            wall_s=wall,
+            error=error,
+            t0=self._t0,
+            profiled_lookups=profiled,
+            memory=memory,
+            memory_on=self.spec.memory and self._profiler is not None,
+            profiler_error=self._profiler_error,
+            cache_events=_cache_watch_stop(self._cache_mark),
+            notes=[note] if note else [],
+            profiler=self._profiler,
+        )
+        return self._closed
+
+    def finish(
+        self,
+        error: BaseException | None = None,
+        *,
+        note: str | None = None,
+        execution_count: int | None = None,
+        compare: Comparison | None = None,
+        memory: list[probe.MemoryFigure] | None = None,
+        notes: tuple[str, ...] | list[str] = (),
+    ) -> CellReport:
+        """Close the window (if :meth:`close` has not), build the report,
+        complete it (a trace, a gather across ranks) and publish it; once
+        (later calls return the same report).
+
+        ``execution_count`` is the cell's number when the front end learns it
+        only at the end (a watched cell); ``compare``, ``memory`` and
+        ``notes`` are what the caller measured around the window (see
+        :func:`stance_magic.build.build_report`)."""
+        if self.report is not None:
+            return self.report
+        closed = self.close(error, note)
+        if execution_count is not None:
+            closed = replace(closed, spec=replace(closed.spec, execution_count=execution_count))
+        from . import build, warm
+
+        engine = self.engine
+        rep = build.build_report(
+            closed,
+            index=len(engine.history) + 1,
+            history=engine.history,
+            loaded=warm.loaded_keys() if closed.window.records else None,
+            compare=compare,
+            memory=memory,
+            notes=notes,
+        )
+        if self._sharing is not None:
+            shared, shared_notes = self._sharing.finish(rep, closed)
+            rep = build.with_shared(rep, shared, shared_notes)
+        ranks = self.spec.ranks
+        error = closed.error
+        try:
+            if ranks is not None and (error is None or isinstance(error, Exception)):
+                from .ranks import gather, process_group_ready
+
+                if process_group_ready():
+                    rep = gather(rep, ranks)
+        finally:
+            self.report = rep
+            if not self.spec.watch or rep.used_compile:
+                engine.publish(rep)
+        return rep
+
+
+class Measured:
+    """What ``with stance_magic.measure(...) as rep`` gets: the block's
+    :class:`~stance_magic.report.CellReport` once the block has ended.
+
+    Its attributes are the report's (``rep.compiles``, ``rep.lookups``), and
+    it shows as the report does; :attr:`report` is the report itself.
+    Reading a figure inside the block raises: nothing is measured yet.
+    """
+
+    __slots__ = ("_measurement",)
+
+    def __init__(self, measurement: Measurement) -> None:
+        self._measurement = measurement
+
+    @property
+    def report(self) -> CellReport:
+        """The block's report (a ``RuntimeError`` while the block runs)."""
+        rep = self._measurement.report
+        if rep is None:
+            raise RuntimeError(
+                "the block is still running: its report is built when the block ends"
+            )
+        return rep
+
+    @property
+    def done(self) -> bool:
+        """Whether the block has ended and its report is built."""
+        return self._measurement.report is not None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.report, name)
+
+    def __eq__(self, other: object) -> bool:
+        # the handle stands for its report (``rep in stance_magic.history()``)
+        if isinstance(other, Measured):
+            other = other._measurement.report
+        return self.done and self.report == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        return str(self.report) if self.done else "stance_magic: measuring (the block runs)"
+
+    def __repr__(self) -> str:
+        return repr(self.report) if self.done else "<stance_magic.Measured: the block runs>"
+
+    def _repr_html_(self) -> str | None:
+        return self.report._repr_html_() if self.done else None
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+
+def _cache_watch_start() -> Any:
+    """Open a window on torch's compile-cache events (see probe.caches)."""
+    from .probe import caches as probe_caches
+
+    try:
+        return probe_caches.watch().start()
+    except Exception:  # pragma: no cover - never fail a measurement over it
+        return None
+
+
+def _cache_watch_stop(mark: Any) -> list[Any]:
+    from .probe import caches as probe_caches
+
+    if mark is None:
+        return []
+    try:
+        return probe_caches.watch().stop(mark)
+    except Exception:  # pragma: no cover
+        return []

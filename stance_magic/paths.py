@@ -1,0 +1,111 @@
+"""File paths as a reader knows them: one convention for the report, the
+timeline and the bug-report bundle.
+
+A notebook cell's file is ``In [N]``. A file under an import root (an
+installed package's ``site-packages``, the standard library, any folder on
+``sys.path``: an editable install, a project's folder) is shown from that
+root, as its module is named and as torch's own log prefix writes it
+(``torch/_dynamo/eval_frame.py``). Anything else is shown from the notebook's
+folder (the current directory) as ``./``, else with the venv, Python, the
+temporary directory and the home directory as ``<venv>``, ``<python>``,
+``<tmp>``, ``~``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+
+from .notebook import cell_number_of_file, cell_numbers
+
+__all__ = ["is_library", "short_path", "shorten_paths"]
+
+
+def short_path(path: str) -> str:
+    """One file path as a reader knows it.
+
+    Examples
+    --------
+    >>> import site
+    >>> short_path(site.getsitepackages()[0] + "/torch/_dynamo/eval_frame.py")
+    'torch/_dynamo/eval_frame.py'
+    >>> short_path("<string>")
+    '<string>'
+    """
+    if not path:
+        return path
+    cell = cell_number_of_file(path)
+    if cell is not None:
+        return f"In [{cell}]"
+    if not os.path.isabs(path):
+        return path
+    for prefix, short in _prefixes(os.getcwd(), tuple(sys.path)):
+        if path == prefix:
+            return short or "."
+        if path.startswith(prefix + os.sep):
+            rest = path[len(prefix) + 1 :]
+            return f"{short}{os.sep}{rest}" if short else rest
+    return path
+
+
+def shorten_paths(text: str, extra: dict[str, str] | None = None) -> str:
+    """``text`` with every absolute path in it shortened as :func:`short_path`
+    shortens one; ``extra`` maps more prefixes (a trace's folder, say)."""
+    for name, n in sorted(cell_numbers().items(), key=lambda kv: len(kv[0]), reverse=True):
+        text = text.replace(name, f"In [{n}]")
+    pairs = list(_prefixes(os.getcwd(), tuple(sys.path)))
+    if extra:
+        pairs = sorted(
+            [*pairs, *((k.rstrip(os.sep), v) for k, v in extra.items())],
+            key=lambda pr: len(pr[0]),
+            reverse=True,
+        )
+    for prefix, short in pairs:
+        text = text.replace(prefix + os.sep, short + os.sep if short else "")
+        text = re.sub(re.escape(prefix) + r"(?![\w.-])", short or ".", text)
+    return text
+
+
+def is_library(path: str) -> bool:
+    """A file of an installed package or of Python itself (not the user's)."""
+    if not path or path.startswith("<"):
+        return False  # a notebook cell or an exec'd string
+    real = os.path.realpath(path)
+    return any(real.startswith(root + os.sep) for root in _library_roots())
+
+
+def _library_roots() -> tuple[str, ...]:
+    import site
+
+    roots = [*site.getsitepackages(), site.getusersitepackages(), sys.base_prefix, sys.prefix]
+    return tuple(os.path.realpath(r) for r in roots if r)
+
+
+@functools.lru_cache(maxsize=4)
+def _prefixes(cwd: str, path: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(absolute prefix, what it becomes), longest first: the import roots
+    become "" (a module path), then the places a file of the user's can be."""
+    import site
+    import sysconfig
+    import tempfile
+
+    roots = [*site.getsitepackages(), site.getusersitepackages()]
+    roots += [p for key in ("stdlib", "platstdlib") if (p := sysconfig.get_paths().get(key))]
+    roots += [e for e in path if e and os.path.isabs(e) and os.path.isdir(e)]
+    pairs = [(r, "") for r in roots]
+    pairs.append((cwd, "."))
+    pairs.append((sys.prefix, "<venv>"))
+    pairs.append((sys.base_prefix, "<python>"))
+    pairs.append((tempfile.gettempdir(), "<tmp>"))
+    pairs.append((os.path.expanduser("~"), "~"))
+    out: list[tuple[str, str]] = []
+    seen = set()
+    for p, r in pairs:
+        for q in {p, os.path.realpath(p)}:
+            q = q.rstrip(os.sep)
+            if q and q != os.sep and q not in seen:
+                seen.add(q)
+                out.append((q, r))
+    return tuple(sorted(out, key=lambda pr: len(pr[0]), reverse=True))

@@ -1,0 +1,192 @@
+"""One cell's structured trace (``--trace DIR``), tlparse run on it, and
+the timeline written beside: started with the measuring window, finished
+with its report.
+
+No torch internals here: :mod:`stance_magic.probe.trace` holds them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..paths import shorten_paths
+from ..report import Shared
+from ..text import fmt_s
+
+if TYPE_CHECKING:
+    from ..build import Closed
+    from ..report import CellReport
+
+__all__ = [
+    "PANEL_TRACE_DIR",
+    "Sharing",
+    "TlparseRun",
+    "run_tlparse",
+    "tlparse_command",
+]
+
+#: where the panel's "trace next cell" writes (relative: the notebook's folder)
+PANEL_TRACE_DIR = "stance_traces"
+
+#: tlparse is given this long for one cell's trace
+TLPARSE_TIMEOUT_S = 300
+
+
+@dataclass
+class Sharing:
+    """The trace and the timeline of one measured block.
+
+    The measurement starts it with the block (:meth:`start`) and hands it the
+    built report and the closed window (:meth:`finish`).
+    """
+
+    trace_dir: str | None = None
+    timeline: str | None = None
+    #: run tlparse on the trace when it is installed
+    tlparse: bool = True
+    capture: Any = None
+    wall0: float = 0.0
+    perf0: float = 0.0
+
+    @property
+    def wants_regions(self) -> bool:
+        """The timeline needs the profiler's runs of compiled code."""
+        return self.timeline is not None
+
+    def start(self) -> None:
+        from ..probe.trace import TraceCapture, wall_and_perf
+
+        path = None
+        if self.trace_dir is not None:
+            d = Path(self.trace_dir).expanduser()
+            d.mkdir(parents=True, exist_ok=True)
+            fd, path = tempfile.mkstemp(
+                prefix=time.strftime("stance_magic_cell_%Y%m%d-%H%M%S_"), suffix=".log", dir=d
+            )
+            os.close(fd)
+        self.capture = TraceCapture(path, chromium=self.timeline is not None)
+        self.capture.start()
+        self.wall0, self.perf0 = wall_and_perf()
+
+    def finish(self, report: CellReport, closed: Closed) -> tuple[Shared, list[str]]:
+        """Stop the trace; run tlparse on it; write the timeline of ``report``.
+        Returns what was written and the notes to add. A failure here becomes
+        a note: the cell's report is never lost to it."""
+        result = self.capture.stop() if self.capture is not None else None
+        if result is None:
+            return Shared(), []
+        notes: list[str] = []
+        try:
+            shared = self._finish(report, closed, result, notes)
+        except Exception as err:
+            notes.append(f"sharing this cell failed: {type(err).__name__}: {err}")
+            shared = Shared()
+        return shared, notes
+
+    def _finish(self, report: CellReport, closed: Closed, result: Any, notes: list[str]) -> Shared:
+        window = closed.window
+        if result.detached:
+            notes.append(
+                "torch's logging was set up again during the cell (torch._logging.set_logs "
+                "takes every handler off its trace logger): the trace stops there"
+            )
+        if result.process_trace:
+            notes.append(
+                f"TORCH_TRACE is set for this process ({shorten_paths(result.process_trace)}): "
+                "left alone, it records this cell too"
+            )
+        if result.path is not None or self.timeline is not None:
+            from ..probe.trace import logging_overhead_s
+
+            overhead = logging_overhead_s(window.records)
+            if overhead:
+                notes.append(
+                    f"torch's structured trace was on: {fmt_s(overhead)} of the compile time "
+                    "went to writing it (torch's structured_logging_overhead_s)"
+                )
+        trace_file = tlparse_index = timeline_file = None
+        compile_ids: list[str] = []
+        if result.path is not None:
+            trace_file, compile_ids = result.path, list(result.compile_ids)
+            if self.tlparse:
+                run = run_tlparse(result.path)
+                if run.index is not None:
+                    tlparse_index = str(run.index)
+                elif run.error:
+                    notes.append(f"tlparse: {run.error}")
+        if self.timeline is not None:
+            from ..export import atomic_write
+            from .timeline import timeline_events
+
+            t0 = closed.t0
+            regions = list(getattr(closed.profiler, "region_events", []) or [])
+            data = timeline_events(
+                report,
+                window,
+                chromium=result.chromium_events,
+                regions=regions,
+                wall0=self.wall0 - (self.perf0 - t0),
+                perf0=t0,
+            )
+            try:
+                written = atomic_write(self.timeline, json.dumps(data, indent=0) + "\n")
+            except OSError as err:
+                notes.append(f"timeline not written: {err}")
+            else:
+                timeline_file = str(written)
+                notes.append(
+                    "timeline on: torch's profiler recorded every operator to time the runs "
+                    "of compiled code, which slows the cell, its compiles most"
+                )
+        return Shared(trace_file, compile_ids, tlparse_index, timeline_file)
+
+
+@dataclass
+class TlparseRun:
+    out: Path | None = None
+    index: Path | None = None
+    error: str | None = None
+
+
+def tlparse_command() -> str | None:
+    """The ``tlparse`` executable: on PATH or beside this Python."""
+    found = shutil.which("tlparse")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "tlparse"
+    return str(beside) if beside.exists() else None
+
+
+def run_tlparse(
+    log: str | os.PathLike[str], out: str | os.PathLike[str] | None = None
+) -> TlparseRun:
+    """Run ``tlparse LOG -o OUT --no-browser --overwrite`` (OUT: beside the
+    log, its name without ``.log`` plus ``_tlparse``)."""
+    exe = tlparse_command()
+    if exe is None:
+        return TlparseRun(error="not installed (pip install tlparse): the trace was not parsed")
+    log = Path(log)
+    out = Path(out) if out is not None else log.with_name(log.stem + "_tlparse")
+    try:
+        done = subprocess.run(
+            [exe, str(log), "-o", str(out), "--no-browser", "--overwrite"],
+            capture_output=True,
+            text=True,
+            timeout=TLPARSE_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return TlparseRun(out=out, error=f"could not run: {err}")
+    index = out / "index.html"
+    if done.returncode != 0 or not index.exists():
+        tail = (done.stderr or done.stdout or "").strip().splitlines()[-1:] or ["no output"]
+        return TlparseRun(out=out, error=f"exited {done.returncode}: {tail[0]}")
+    return TlparseRun(out=out, index=index)
