@@ -1,12 +1,13 @@
 # Quick start:   make tour   (set up, run the tour notebook headless, write build/tour.html)
-#                make test   (set up, lint, run the whole test suite)
+#                make test   (set up, lint, build the docs, run the whole test suite)
+#                make docs   (the documentation site, into build/docs; warnings are errors)
 #                make test-matrix  (the truth-bearing tests on each torch x Python pair)
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stance_magic-setup
 
-.PHONY: setup tour test test-matrix lint browser clean
+.PHONY: setup tour test test-matrix lint docs browser clean
 
 setup: $(STAMP)
 
@@ -16,7 +17,7 @@ $(STAMP): pyproject.toml .ci/constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c .ci/constraints.txt torch
-	$(BIN)/python -m pip install -q -c .ci/constraints.txt -e ".[test]"
+	$(BIN)/python -m pip install -q -c .ci/constraints.txt -e ".[test,docs]"
 	touch $(STAMP)
 
 tour: setup
@@ -26,12 +27,19 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# Sphinx (docs/conf.py): warnings are errors, so a broken link or anchor, a page in no
+# table of contents, a docstring that does not parse or a notebook stored with an
+# error fails the build; -E re-reads every page, so no warning hides in a cached one.
+docs: setup
+	$(BIN)/python -m sphinx -W --keep-going -E -q -b html docs build/docs
+	@echo "docs: build/docs/index.html"
+
 # Debian's Chromium for the end-to-end panel test (skipped, with a reason, without it).
 browser:
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && apt-get install -y -qq chromium >/dev/null; fi
 
-test: setup lint browser
+test: setup lint docs browser
 	$(BIN)/python -m pytest -q tests notebooks --nbval-lax \
 		--nbval-sanitize-with notebooks/sanitize.cfg; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc

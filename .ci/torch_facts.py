@@ -1,7 +1,7 @@
 """Print what the installed torch offers stance_magic (one line per fact).
 
-Run by .ci/matrix.sh in each pair's venv; the README's "torch releases" table
-is made from these lines.
+Run by .ci/matrix.sh in each pair's venv; the releases table of the docs
+(docs/releases.md) is made from these lines.
 """
 
 from __future__ import annotations

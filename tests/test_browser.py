@@ -15,10 +15,15 @@ a user does with the panel while experimenting (issue 13):
 - a change made while a cell runs: the note at once, the message when it ends,
   and the running cell unaffected;
 - light and dark themes (screenshots checked for the elements and colours),
-  and the note after a kernel restart.
+  and the note after a kernel restart;
+- after the restart, the pictures the documentation shows: a panel with its
+  live area open on a cell that recompiled, and that cell's report.
 
 Screenshots go to ``build/test-artifacts/`` (``panel.png``, ``panel-open.png``,
-``panel-busy.png``, ``panel-dark.png``, ``panel-restarted.png``).
+``panel-busy.png``, ``panel-dark.png``, ``panel-restarted.png``, ``docs-panel.png``,
+``docs-report.png``). When every check has passed, three of them are copied
+into ``docs/images/`` (``panel.png``, ``panel-dark.png``, ``report.png``), so
+the pictures in the README and the docs are of the code as it is.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -42,6 +48,7 @@ pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "build" / "test-artifacts"
+DOCS_IMAGES = REPO / "docs" / "images"
 KERNEL = "stance-magic-test"
 
 if not CHROMIUM.exists():
@@ -67,6 +74,9 @@ CELLS = [
     "%load_ext stance_magic\n"
     "import time, torch, stance_magic\n"
     'f = torch.compile(lambda x: x.sin() + 1, backend="eager")\n'
+    "nn = torch.nn\n"
+    "model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 8))\n"
+    'cmodel = torch.compile(model, backend="eager")\n'
     'print("FROM:", stance_magic.__file__)',
     "p1 = stance_magic.panel()\np1",
     'y = f(torch.ones(3))\nprint("STANCE:", stance_magic.current_stance().name)',
@@ -79,8 +89,14 @@ CELLS = [
     "p2 = stance_magic.panel()\np2",
     "y = f(torch.ones(5))",  # a new shape: a recompile
     "%%stance fail_on_recompile\ny = f(torch.ones(2, 2))",  # refused: the cell fails
+    # the docs' report: getting-started.md's example, with the eager backend
+    "%%stance default\n"
+    "for n in (8, 16, 32):  # changing batch sizes\n"
+    "    y = cmodel(torch.randn(n, 64))",
 ]
-SETUP, PANEL, MEASURED, TRIVIAL, SLEEP, CLOSE, REOPEN, SECOND, RECOMPILE, FAIL = range(len(CELLS))
+(SETUP, PANEL, MEASURED, TRIVIAL, SLEEP, CLOSE, REOPEN, SECOND, RECOMPILE, FAIL, REPORT) = range(
+    len(CELLS)
+)
 
 
 def _free_port() -> int:
@@ -254,6 +270,8 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             "panel-dark",
             "panel-narrow",
             "panel-restarted",
+            "docs-panel",
+            "docs-report",
         )
     }
     for shot in shots.values():
@@ -281,7 +299,7 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             def output(i: int) -> Any:
                 return cells.nth(i).locator(".jp-OutputArea")
 
-            def shoot(name: str, panel: Any) -> None:
+            def shoot(name: str, panel: Any, left: int = 70) -> None:
                 panel.scroll_into_view_if_needed()
                 page.wait_for_timeout(300)  # let images lay out
                 box = panel.bounding_box()
@@ -289,9 +307,9 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
                 page.screenshot(
                     path=str(shots[name]),
                     clip={
-                        "x": max(box["x"] - 70, 0),
+                        "x": max(box["x"] - left, 0),
                         "y": max(box["y"] - 12, 0),
-                        "width": min(box["width"] + 82, page.viewport_size["width"]),
+                        "width": min(box["width"] + left + 12, page.viewport_size["width"]),
                         "height": box["height"] + 24,
                     },
                 )
@@ -494,7 +512,44 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             expect(restart).to_contain_text("%stance panel again")
             expect(panel).to_have_class(re.compile(r"jupyter-widgets-disconnected"))
             shoot("panel-restarted", panel)
+
+            # -- the docs' pictures: light theme, a fresh kernel, a recompile -------
+            page.evaluate(
+                "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+                "{theme: 'JupyterLab Light'})"
+            )
+            page.wait_for_function(
+                "() => document.body.dataset.jpThemeLight === 'true'", polling=100
+            )
+            page.wait_for_function(KERNEL_IDLE, polling=250)
+            run(SETUP)
+            expect(output(SETUP)).to_contain_text(f"FROM: {REPO}")
+            run(PANEL)
+            panel = cells.nth(PANEL).locator(".sm-panel")
+            live = panel.locator(".sm-live")
+            header = live.locator(".jupyter-widget-Collapse-header")
+            expect(header).to_contain_text("No measured cell yet")
+            run(REPORT)
+            report = output(REPORT).locator("table.sm-report")
+            expect(report).to_contain_text("why it recompiled")
+            expect(report).to_contain_text("size mismatch")
+            expect(output(REPORT).locator("img")).to_be_visible()  # the chart
+            expect(header).to_contain_text("1 recompile")
+            header.click()
+            expect(live.locator("table.sm-report")).to_contain_text("why it recompiled")
+            expect(live.locator("img.sm-chart")).to_be_visible()
+            page.mouse.click(5, 700)  # focus away from the panel
+            shoot("docs-panel", panel)
+            shoot("docs-report", cells.nth(REPORT), left=12)
         finally:
             browser.close()
     for shot in shots.values():
         assert shot.stat().st_size > 5_000, shot
+    # Every check passed: the docs show these pictures of the code as it is.
+    DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+    for name, picture in (
+        ("docs-panel", "panel.png"),
+        ("panel-dark", "panel-dark.png"),
+        ("docs-report", "report.png"),
+    ):
+        shutil.copyfile(shots[name], DOCS_IMAGES / picture)

@@ -453,7 +453,8 @@ def test_readme_code_blocks_paste_as_cells():
     import re
 
     text = (_repo() / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    pages = [text] + [p.read_text() for p in sorted((_repo() / "docs").glob("*.md"))]
+    blocks = [b for page in pages for b in re.findall(r"```python\n(.*?)```", page, flags=re.S)]
     assert blocks
     for block in blocks:
         lines = block.splitlines()

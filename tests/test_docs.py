@@ -1,0 +1,111 @@
+"""The docs build (``make docs``) fails on the mistakes it is there to catch.
+
+``make test`` builds the real site first (``make docs``: Sphinx, warnings as
+errors). Here the same ``docs/conf.py`` and its extension build a tiny site in
+a temporary folder, once clean (it must pass) and once with a broken internal
+link, a page in no table of contents, a link to a missing page and a notebook
+stored with an error output (it must fail, naming each).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sphinx", reason="pip install -e '.[docs]'")
+pytest.importorskip("myst_nb", reason="pip install -e '.[docs]'")
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS / "_ext"))
+
+import stored_outputs  # noqa: E402
+
+
+def _notebook(error: bool = False, tags: list[str] | None = None, run: bool = True) -> dict:
+    out: list[dict] = [{"output_type": "stream", "name": "stdout", "text": ["hi\n"]}]
+    if error:
+        out.append(
+            {"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}
+        )
+    return {
+        "cells": [
+            {"cell_type": "markdown", "id": "a", "metadata": {}, "source": ["# A notebook\n"]},
+            {
+                "cell_type": "code",
+                "id": "b",
+                "execution_count": 1 if run else None,
+                "metadata": {"tags": tags or []},
+                "source": ["print('hi')"],
+                "outputs": out if run else [],
+            },
+        ],
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python", "pygments_lexer": "ipython3"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def test_stored_outputs_flags_errors_and_unrun_cells():
+    assert stored_outputs.problems(_notebook()) == []
+    assert stored_outputs.problems(_notebook(error=True, tags=["raises-exception"])) == []
+    (line,) = stored_outputs.problems(_notebook(error=True))
+    assert "stored error, ValueError: boom" in line
+    (line,) = stored_outputs.problems(_notebook(run=False))
+    assert "was not run" in line
+
+
+def test_every_notebook_is_stored_clean():
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        assert stored_outputs.problems(json.loads(path.read_text())) == [], path.name
+
+
+def _site(tmp_path: Path, broken: bool) -> subprocess.CompletedProcess[str]:
+    """A tiny copy of the site: the real conf.py and extension, two pages and a notebook."""
+    root = tmp_path / ("broken" if broken else "clean")
+    (root / "stance_magic").mkdir(parents=True)
+    (root / "stance_magic" / "__init__.py").write_text('__version__ = "0.0.0"\n')
+    (root / "docs").mkdir()
+    shutil.copy(DOCS / "conf.py", root / "docs" / "conf.py")
+    shutil.copytree(DOCS / "_ext", root / "docs" / "_ext")
+    shutil.copytree(DOCS / "_static", root / "docs" / "_static")
+    (root / "notebooks").mkdir()
+    nb = _notebook(error=broken)
+    (root / "notebooks" / "01_a.ipynb").write_text(json.dumps(nb))
+    link = "[a heading](guide.md#no-such-heading)" if broken else "[a heading](guide.md#usage)"
+    missing = "[gone](gone.md)" if broken else "[the guide](guide.md)"
+    (root / "docs" / "index.md").write_text(
+        f"# Site\n\nSee {link} and {missing}.\n\n```{{toctree}}\nguide\nnotebooks/01_a\n```\n"
+    )
+    (root / "docs" / "guide.md").write_text("# Guide\n\n## Usage\n\nText.\n")
+    if broken:
+        (root / "docs" / "orphan.md").write_text("# Nobody links here\n")
+    cmd = ["-W", "--keep-going", "-E", "-q", "-b", "html", "docs", "build/docs"]
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", *cmd],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_docs_build_passes_clean_and_fails_on_each_mistake(tmp_path):
+    clean = _site(tmp_path, broken=False)
+    assert clean.returncode == 0, clean.stdout
+    broken = _site(tmp_path, broken=True)
+    assert broken.returncode != 0
+    log = broken.stdout
+    assert "no-such-heading" in log, log  # a broken anchor
+    assert "gone.md" in log, log  # a missing page
+    assert "orphan" in log and "toctree" in log, log  # a page nobody can reach
+    assert "stored error, ValueError: boom" in log, log  # a notebook's stored error
