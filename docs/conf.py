@@ -41,9 +41,9 @@ _sync_notebooks()
 
 
 def _version() -> str:
-    text = (ROOT / "stance_magic" / "__init__.py").read_text()
+    text = (ROOT / "stance_magic" / "_version.py").read_text()
     m = re.search(r'^__version__ = "([^"]+)"', text, re.M)
-    assert m, "stance_magic/__init__.py has no __version__"
+    assert m, "stance_magic/_version.py has no __version__"
     return m.group(1)
 
 

@@ -308,7 +308,7 @@ class Lookups:
     #: why the untimed ones could not be timed from their call ("" : the usual
     #: reason, the first lookup from each caller while measured)
     untimed_why: str = ""
-    #: Python 3.12 gave no monitoring event for calls with *args/**kwargs
+    #: Python 3.12 gave no monitoring event for calls with ``*args``/``**kwargs``
     no_ex_calls: bool = False
     #: the profiler also reported lookups of frames with nothing compiled
     #: (torch before 2.13 does, while Dynamo compiles)

@@ -72,7 +72,7 @@ def _site(tmp_path: Path, broken: bool) -> subprocess.CompletedProcess[str]:
     """A tiny copy of the site: the real conf.py and extension, two pages and a notebook."""
     root = tmp_path / ("broken" if broken else "clean")
     (root / "stance_magic").mkdir(parents=True)
-    (root / "stance_magic" / "__init__.py").write_text('__version__ = "0.0.0"\n')
+    (root / "stance_magic" / "_version.py").write_text('__version__ = "0.0.0"\n')
     (root / "docs").mkdir()
     shutil.copy(DOCS / "conf.py", root / "docs" / "conf.py")
     shutil.copytree(DOCS / "_ext", root / "docs" / "_ext")

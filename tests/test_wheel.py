@@ -3,7 +3,7 @@
 1. ``python -m build`` makes the sdist and, from it, the wheel;
    ``twine check --strict`` passes both (the long description renders on PyPI).
 2. Their contents: LICENSE in both, CHANGELOG.md in the sdist, the README as the
-   long description, one version (``stance_magic/__init__.py``'s), the
+   long description, one version (``stance_magic/_version.py``'s), the
    panel's and the charts' packages required, torch required as ``>=2.8`` and
    left to the user, the project URLs and classifiers.
 3. A fresh venv of this Python with the wheel installed, not editable, with its
@@ -45,7 +45,7 @@ nbclient = pytest.importorskip("nbclient", reason="pip install nbclient")
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = "stance-magic-wheel"
 VERSION = re.search(
-    r'^__version__ = "([^"]+)"', (ROOT / "stance_magic" / "__init__.py").read_text(), re.M
+    r'^__version__ = "([^"]+)"', (ROOT / "stance_magic" / "_version.py").read_text(), re.M
 ).group(1)  # type: ignore[union-attr]
 
 
