@@ -598,6 +598,11 @@ class CellReport:
         return min(self.recompile_budget, key=lambda b: (b.left is None, b.left, -b.entries))
 
     @property
+    def _budget_used(self) -> str:
+        b = self.tightest_budget
+        return b.used if b is not None else ""
+
+    @property
     def compiled_anything(self) -> bool:
         return bool(self.compiles or self.backward_compiles)
 
@@ -835,6 +840,8 @@ _MOVED: dict[str, tuple[str, str]] = {
 
 #: Sentences the report kept as fields in earlier releases, made by render now.
 _MOVED_TEXT = {"guard_method": "lookup_method", "guard_bound": "lookup_bound"}
+#: ``7/8``, the tightest budget's entries of its limit ("" with none).
+_MOVED["budget_text"] = ("", "_budget_used")
 
 _WARNED: set[str] = set()
 

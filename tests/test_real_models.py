@@ -24,6 +24,7 @@ from torch._dynamo.utils import get_compilation_metrics
 from torch.profiler import ProfilerActivity, profile
 
 from stance_magic import probe
+from stance_magic.render import lookup_bound, lookup_method
 
 from conftest import SHAPES_LOGGER, last, run, torch_log
 
@@ -160,14 +161,14 @@ def test_gpt2_generation_every_figure_against_torch(sh, cache):
         assert probe.torch_version() < (2, 10)
         assert rep.cache_hits + rep.cache_misses > 12
         assert rep.lookups.timed + rep.lookups.untimed == lookups
-        assert (rep.guard_bound is None) == (rep.lookups.untimed == 0)
+        assert (lookup_bound(rep.lookups) is None) == (rep.lookups.untimed == 0)
         assert rep.frames[0].name.split(" ")[0] == "GPT2LMHeadModel.forward"
         return
     # every call is a cache lookup or a compile from an empty cache
     assert rep.cache_hits + rep.cache_misses == 12
     # the model is named, not transformers' decorator
     assert {f.name.split(" ")[0] for f in rep.frames} == {"GPT2LMHeadModel.forward"}
-    assert rep.lookups.timed == lookups and rep.guard_bound is None
+    assert rep.lookups.timed == lookups and lookup_bound(rep.lookups) is None
 
 
 def _per_call(f, n: int) -> float:
@@ -221,7 +222,7 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
     )
     assert res.success
     rep = last(sh)
-    assert rep.cache_hits == n and rep.lookups.timed == n and rep.guard_bound is None
+    assert rep.cache_hits == n and rep.lookups.timed == n and lookup_bound(rep.lookups) is None
     ours = rep.lookups.per_lookup_s
     with torch.no_grad():
         with lookup_events() as events:
@@ -314,7 +315,7 @@ def test_gpt2_with_a_printing_hook_counts_every_break(sh):
     assert n == len(logs["graph_breaks"]) >= 2
     assert any(g.source.startswith("print('block out'") for g in rep.graph_break_details)
     # lookups made after a graph break (resume functions) are not timed: a bound
-    assert rep.lookups.untimed > 0 and rep.guard_bound
+    assert rep.lookups.untimed > 0 and lookup_bound(rep.lookups)
 
 
 @pytest.mark.skipif(not probe.monitoring.AVAILABLE, reason="sys.monitoring: Python 3.12+")
@@ -335,7 +336,7 @@ def test_nested_lookups_timed_from_their_call_against_the_profiler(sh):
     res, _ = run(sh, f"%%stance default -q\n{gen}")  # compiles; first sight of each caller
     assert res.success, res.error_in_exec
     first = last(sh)
-    assert first.lookups.untimed > 0 and first.guard_bound
+    assert first.lookups.untimed > 0 and lookup_bound(first.lookups)
     ours, prof = [], []
     for _ in range(3):
         # unmeasured first: the run after a compile, or after the profiler's
@@ -347,14 +348,16 @@ def test_nested_lookups_timed_from_their_call_against_the_profiler(sh):
         rep = last(sh)
         assert rep.compiles == 0 and rep.cache_misses == 0
         assert "(resume functions after graph breaks, frames compiled on their own) timed" in (
-            rep.guard_method
+            lookup_method(rep.lookups)
         )
         if probe.monitoring.EX_CALLS_SEEN:
-            assert rep.lookups.untimed == 0 and rep.guard_bound is None
+            assert rep.lookups.untimed == 0 and lookup_bound(rep.lookups) is None
         else:
             # 3.12: no event for torch's forward_call(*args, **kwargs): those stay untimed
             assert 0 < rep.lookups.untimed < rep.lookups.timed + rep.lookups.untimed
-            assert "on Python 3.12 those made by a call with *args/**kwargs" in rep.guard_bound
+            assert "on Python 3.12 those made by a call with *args/**kwargs" in lookup_bound(
+                rep.lookups
+            )
         with lookup_events() as events:
             assert sh.run_cell(gen).success
         looked_up = rep.lookups.timed + rep.lookups.untimed

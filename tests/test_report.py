@@ -13,6 +13,7 @@ from torch._dynamo.utils import get_compilation_metrics
 
 import stance_magic
 from stance_magic import probe
+from stance_magic.render import lookup_bound, lookup_method
 
 from conftest import html_outputs, last, run, text_outputs
 
@@ -140,8 +141,8 @@ def test_guard_cost_timed_in_situ_against_direct_check_and_profiler(sh):
     # first call: no lookup; the total sums the 49 timed lookups
     assert rep.lookups.seconds == pytest.approx(sum(t.seconds for t in rep.lookups.targets))
     assert rep.lookups.seconds >= 0.5 * 49 * rep.lookups.per_lookup_s
-    assert rep.guard_method.startswith("timed in situ: 49 lookups")
-    assert rep.guard_bound is None and rep.lookups.timed == 49
+    assert lookup_method(rep.lookups).startswith("timed in situ: 49 lookups")
+    assert lookup_bound(rep.lookups) is None and rep.lookups.timed == 49
     assert rep.guard_count > 32
 
 
@@ -173,7 +174,7 @@ def test_guard_cost_is_the_looked_up_functions_own(sh):
         sh, "%%stance default -q\nfor _ in range(5):\n    for s in small:\n        s(torch.ones(2))"
     )
     small = last(sh)
-    assert small.guard_per_call_s < rep.lookups.per_lookup_s
+    assert small.lookups.per_lookup_s < rep.lookups.per_lookup_s
     assert len(small.lookups.targets) == 4 and {t.timed for t in small.lookups.targets} == {5}
 
 
@@ -376,7 +377,7 @@ def test_profile_guards_measures_lookups_with_the_profiler(sh):
         )
         assert res.success
         rep = last(sh)
-        assert rep.guard_method.startswith("measured: 20 'TorchDynamo Cache Lookup'")
+        assert lookup_method(rep.lookups).startswith("measured: 20 'TorchDynamo Cache Lookup'")
         assert rep.lookups.seconds > 0 and 0 < rep.lookups.per_lookup_s <= rep.lookups.seconds
         assert rep.cache_hits == 20
 
@@ -505,3 +506,37 @@ def test_compare_figures_nested_and_derived_counts_properties(sh):
     assert once.recompiles == ["n == 2"] and once.graph_break_count == 3
     assert once.graph_breaks == ["print: a builtin"] * 3
     assert once.summary_row()["graph_breaks"] == 3 and once.summary_row()["recompiles"] == 1
+
+
+def test_names_of_the_previous_release_read_through_with_a_warning_once():
+    """The flat names the report had (``guard_s``, ``fx_cache_hits``,
+    ``trace_file``, ``fullest``, ``guard_method``, ...) still read, each
+    warning once that it moved, and give what the new name gives."""
+    import warnings
+
+    from stance_magic import report as report_module
+    from stance_magic.report import Budget, CellReport, CompileCaches, Lookups, Shared
+
+    rep = CellReport(
+        lookups=Lookups(method="in situ", seconds=2e-6, per_lookup_s=1e-6, timed=2),
+        compile_caches=CompileCaches(fx_hits=3),
+        shared=Shared(trace_file="t.log"),
+        recompile_budget=[Budget("f (In [1], line 1)", 7, 8, "recompile_limit")],
+    )
+    report_module._WARNED.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert rep.guard_s == rep.lookups.seconds == 2e-6
+        assert rep.guard_s == 2e-6  # a second read: no second warning
+        assert rep.fx_cache_hits == 3 and rep.trace_file == "t.log"
+        assert rep.fullest is rep.tightest_budget and rep.budget_text == "7/8"
+        assert rep.guard_method.startswith("timed in situ: 2 lookups")
+        assert rep.guard_bound is None
+    moved = [str(w.message) for w in caught if w.category is DeprecationWarning]
+    assert len(moved) == 7 and all("goes in the next release" in m for m in moved)
+    assert caught[0].filename == __file__  # it points at the reading line
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        rep.no_such_name  # noqa: B018
+    with pytest.warns(DeprecationWarning, match=r"measure\(profile_guards=\) is deprecated"):
+        with stance_magic.measure(profile_guards=False):
+            pass
