@@ -48,6 +48,7 @@ from .text import place
 
 if TYPE_CHECKING:
     from .spec import MeasureSpec
+    from .stance import Stance
 
 __all__ = [
     "Closed",
@@ -66,6 +67,10 @@ class Closed:
     """A measuring window once it closed: what was seen, not yet built into a report."""
 
     spec: MeasureSpec
+    #: the stance the block ran under (``spec.stance``, or the session's)
+    stance: Stance
+    #: the number the front end gave the cell, if it knows it
+    execution_count: int | None
     window: probe.Window
     wall_s: float
     error: BaseException | None
@@ -117,8 +122,28 @@ def build_report(
     caller's words about how.
     """
     spec, window, error = closed.spec, closed.window, closed.error
-    stance = spec.stance
-    assert stance is not None, "a closed window knows its stance"
+    stance = closed.stance
+    if error is None and closed.profiled_lookups is None and _nothing_seen(window):
+        # the common empty cell: nothing of torch.compile ran (every figure 0)
+        figures = closed.memory if memory is None else memory
+        return CellReport(
+            stance=stance.name,
+            skip_guard_eval_unsafe=stance.skip_guard_eval_unsafe,
+            backend=stance.backend_name,
+            index=index,
+            execution_count=closed.execution_count,
+            label=spec.label,
+            source=spec.source,
+            wall_s=closed.wall_s,
+            compile_breakdown=dict.fromkeys(PHASES, 0.0),
+            lookups=_NO_LOOKUPS,
+            memory=list(figures),
+            memory_on=closed.memory_on,
+            compare=compare,
+            notes=_notes(closed, figures, None) + list(notes)
+            if figures or notes or closed.notes or closed.profiler_error
+            else [],
+        )
     error_text = error_line(error) if error is not None else None
     frames = _frames(window, stance.name, error_text)
     fwd = [f for f in frames if f.kind == "frame"]
@@ -142,7 +167,7 @@ def build_report(
         skip_guard_eval_unsafe=stance.skip_guard_eval_unsafe,
         backend=stance.backend_name,
         index=index,
-        execution_count=spec.execution_count,
+        execution_count=closed.execution_count,
         label=spec.label,
         source=spec.source,
         wall_s=closed.wall_s,
@@ -183,6 +208,28 @@ def build_report(
         compare=compare,
         notes=_notes(closed, figures, error) + list(notes),
         compile_caches=caches,
+    )
+
+
+#: The lookups of a window that saw none (frozen; its empty list is never grown:
+#: nothing but this module writes a report's parts).
+_NO_LOOKUPS = Lookups(seconds=0.0)
+
+
+def _nothing_seen(window: probe.Window) -> bool:
+    """Whether the window saw nothing of torch.compile: no record, call,
+    lookup, miss, graph break, cache entry or reset."""
+    return not (
+        window.records
+        or window.compiled_calls
+        or window.hits
+        or window.misses
+        or window.targets
+        or window.miss_events
+        or window.graph_breaks
+        or window.eager_calls
+        or window.budgets
+        or window.reset_seen
     )
 
 

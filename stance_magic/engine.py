@@ -8,10 +8,9 @@ state. Stances are applied through torch's own ``torch.compiler.set_stance``
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from . import probe
 from .cells import CellTracker
@@ -56,6 +55,15 @@ def reset_note(session: Stance) -> str:
     )
 
 
+def _now(likely: Stance) -> Stance:
+    """The stance torch has now: ``likely`` itself when torch has that one
+    (the usual case, so no new value is made), else what torch has."""
+    raw = probe.torch_stance()
+    if raw == (likely.name, likely.skip_guard_eval_unsafe, likely.backend):
+        return likely
+    return Stance(*raw)
+
+
 def _apply(stance: Stance) -> None:
     probe.set_stance(stance.name, stance.skip_guard_eval_unsafe, stance.backend)
 
@@ -92,6 +100,8 @@ class Engine:
         #: the front end's running cells, which the magics and panels share
         self.cells = CellTracker(self.cell_started, self.cell_ended)
         self._listeners: list[Callable[[str, Any], None]] = []
+        #: a listener -> the only events it is told of (see observe)
+        self._only: dict[Callable[[str, Any], None], frozenset[str]] = {}
         #: open applied() blocks (a %%stance cell's stance, measure()); the
         #: front end's running cells are counted by self.cells
         self._cell_depth = 0
@@ -113,13 +123,17 @@ class Engine:
         self.trace_next: str | None = None
 
     # -- observers ---------------------------------------------------------
-    def observe(self, fn: Callable[[str, Any], None]) -> None:
+    def observe(self, fn: Callable[[str, Any], None], events: Iterable[str] | None = None) -> None:
+        """Call ``fn(event, value)`` for every event, or only for ``events``."""
         if fn not in self._listeners:
             self._listeners.append(fn)
+        if events is not None:
+            self._only[fn] = frozenset(events)
 
     def unobserve(self, fn: Callable[[str, Any], None]) -> None:
         while fn in self._listeners:
             self._listeners.remove(fn)
+        self._only.pop(fn, None)
 
     def announce(self, text: str) -> None:
         """Tell every front end something it should show (a ``("note", text)``
@@ -127,7 +141,12 @@ class Engine:
         self._emit("note", text)
 
     def _emit(self, event: str, value: Any) -> None:
+        if not self._listeners:
+            return
+        only = self._only
         for fn in list(self._listeners):
+            if only and fn in only and event not in only[fn]:
+                continue
             try:
                 fn(event, value)
             except Exception:
@@ -223,6 +242,9 @@ class Engine:
     def take_torch_warning(self, stance: Stance) -> str | None:
         """A warning about the installed torch under ``stance`` (torch 2.8's
         delayed-compile stances), the first time a session asks."""
+        if stance.name in self._warned_torch:
+            return None
+        self._warned_torch.add(stance.name)  # asked once a session per stance
         msg = probe.delayed_stance_warning(stance.name)
         if msg is None or msg in self._warned_torch:
             return None
@@ -267,33 +289,34 @@ class Engine:
                 self._unapplied = None
 
     # -- applying a stance to a block -------------------------------------
-    @contextlib.contextmanager
-    def applied(self, stance: Stance) -> Iterator[Stance]:
-        """Run a block under ``stance``; the stance before it is back after,
-        whatever happens in the block (an exception, a KeyboardInterrupt).
+    def applied(self, stance: Stance) -> Applied:
+        """Run a block under ``stance`` (a context manager); the stance before
+        it is back after, whatever happens in the block (an exception, a
+        KeyboardInterrupt).
 
         If torch refuses to take the stance before back (the block ends while
         this thread is inside a compiled region), that stance stays the
         session stance: an ``"unrestored"`` event says so and
         :meth:`retry_restore` applies it later.
         """
-        self.retry_restore()
-        before = now = current_stance()
+        return Applied(self, stance)
+
+    def _open_block(self, stance: Stance) -> tuple[Stance, int]:
+        """The start of an :meth:`applied` block: (the stance to give back,
+        the generation of blocks it belongs to)."""
+        if self._unapplied is not None:
+            self.retry_restore()
+        now = _now(stance)
+        before = now
         if not self._cell_depth:
             before = self._unapplied or now
             self._last_session = before
         if stance != now:
             _apply(stance)
         self._cell_depth += 1
-        generation = self._generation
-        try:
-            if self._cell_depth == 1:
-                self._emit("cell", stance)
-            yield stance
-        finally:
-            if generation == self._generation:
-                self._close_block(stance, before)
-            # else: detached by end_of_cell, which gave the session stance back
+        if self._cell_depth == 1:
+            self._emit("cell", stance)
+        return before, self._generation
 
     def _close_block(self, stance: Stance, before: Stance) -> None:
         """The end of an :meth:`applied` block: the stance before it is back."""
@@ -304,7 +327,7 @@ class Engine:
             self._last_session = after
         else:
             after = before
-        now = current_stance()
+        now = _now(after)
         if now != after:  # also undoes a change made by the block
             if now != stance:
                 # the block called torch.compiler.set_stance itself
@@ -353,42 +376,37 @@ class Engine:
             self._recorder = probe.Recorder()
         return self._recorder
 
-    @contextlib.contextmanager
-    def measure(self, spec: MeasureSpec | None = None) -> Iterator[Measured]:
+    def measure(self, spec: MeasureSpec | None = None) -> Measuring:
         """Run a block under ``spec.stance`` (None: the session stance) and
-        measure it (see :class:`~stance_magic.spec.MeasureSpec`).
+        measure it (see :class:`~stance_magic.spec.MeasureSpec`): a context
+        manager.
 
-        Yields a :class:`~stance_magic.measurement.Measured`: the block's report
-        once the block has ended, built whole, then published (the history,
-        the observers' ``("report", rep)``). An exception in the block
-        propagates unchanged after the report records it.
+        It yields a :class:`~stance_magic.measurement.Measured`: the block's
+        report once the block has ended, built whole, then published (the
+        history, the observers' ``("report", rep)``). An exception in the
+        block propagates unchanged after the report records it.
         """
-        spec = spec or MeasureSpec()
+        spec = spec or _NO_SPEC
         spec.check()
-        stance = spec.stance or self.session
-        with self.applied(stance):
-            m = self.open_measurement(replace(spec, stance=stance))
-            try:
-                yield Measured(m)
-            except BaseException as exc:
-                m.finish(exc)
-                raise
-            m.finish(None)
+        return Measuring(self, spec)
 
-    def open_measurement(self, spec: MeasureSpec | None = None) -> Measurement:
+    def open_measurement(
+        self, spec: MeasureSpec | None = None, stance: Stance | None = None
+    ) -> Measurement:
         """Open a measuring window without applying a stance (a watched cell,
         ``--compare``'s and ``--sweep``'s runs inside their own
         :meth:`applied` blocks); :meth:`Measurement.finish` closes it,
-        builds its report and publishes it. ``spec.stance`` None: the stance
-        torch has now. The panel's "trace next cell" is taken here."""
-        spec = spec or MeasureSpec()
-        if spec.stance is None:
-            spec = replace(spec, stance=current_stance())
+        builds its report and publishes it. ``stance``: the stance the block
+        runs under (None: ``spec.stance``, else the stance torch has now).
+        The panel's "trace next cell" is taken here."""
+        spec = spec or _NO_SPEC
+        if stance is None:
+            stance = spec.stance or current_stance()
         if spec.trace is None and self.trace_next is not None:
             spec = replace(spec, trace=self.trace_next)
             self.trace_next = None
             self._emit("traced", spec.trace)
-        return Measurement(self, spec)
+        return Measurement(self, spec, stance)
 
     def opened(self, m: Measurement) -> None:
         """A measurement opened (it ends with the cell that opened it, at the latest)."""
@@ -452,6 +470,64 @@ class Engine:
         self._cell_thread = None
         self.cells.reset()
 
+
+class Applied:
+    """A block under a stance (:meth:`Engine.applied`): the stance before it
+    is back when it ends, whatever happens in it."""
+
+    __slots__ = ("_before", "_engine", "_generation", "_stance")
+
+    def __init__(self, engine: Engine, stance: Stance) -> None:
+        self._engine = engine
+        self._stance = stance
+
+    def __enter__(self) -> Stance:
+        self._before, self._generation = self._engine._open_block(self._stance)
+        return self._stance
+
+    def __exit__(self, *exc: object) -> None:
+        engine = self._engine
+        if self._generation == engine._generation:
+            engine._close_block(self._stance, self._before)
+        # else: detached by end_of_cell, which gave the session stance back
+
+
+class Measuring:
+    """A measured block (:meth:`Engine.measure`): under its stance, measured,
+    its report built and published when it ends."""
+
+    __slots__ = ("_before", "_engine", "_generation", "_m", "_spec", "_stance")
+
+    def __init__(self, engine: Engine, spec: MeasureSpec) -> None:
+        self._engine = engine
+        self._spec = spec
+
+    def __enter__(self) -> Measured:
+        engine = self._engine
+        stance = self._stance = self._spec.stance or engine.session
+        # the block under its stance, as Engine.applied (inlined: a cell pays it)
+        self._before, self._generation = engine._open_block(stance)
+        try:
+            self._m = engine.open_measurement(self._spec, stance)
+        except BaseException:
+            self._close()
+            raise
+        return Measured(self._m)
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        try:
+            self._m.finish(exc)
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        engine = self._engine
+        if self._generation == engine._generation:
+            engine._close_block(self._stance, self._before)
+
+
+#: What a block is measured with when nothing is asked for.
+_NO_SPEC = MeasureSpec()
 
 _ENGINE: Engine | None = None
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import types
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
@@ -25,15 +26,17 @@ def compile_cell(shell: Any, cell: str, number: int) -> Callable[[], Any]:
     __tracebackhide__ = True
     transformed = shell.transform_cell(cell) if _needs_transform(cell) else cell
     filename = shell.compile.cache(transformed, number, raw_code=cell)
-    tree = shell.compile.ast_parse(transformed, filename=filename)
-    tree = shell.transform_ast(tree)
-    last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_with_semicolon(cell):
-        last = ast.Expression(tree.body.pop().value)
-    # Top-level await compiles to a coroutine, as in a plain cell.
-    with shell.compile.extra_flags(getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)):
-        code = shell.compile(tree, filename, "exec")
-        code_last = shell.compile(last, filename, "eval") if last is not None else None
+    key = (transformed, shell.compile.flags, _ends_with_semicolon(cell))
+    cached = None if shell.ast_transformers else _COMPILED.get(key)
+    if cached is not None:
+        # the same source compiled before, under another cell's file name
+        code, code_last = (_named(c, filename) if c is not None else None for c in cached)
+    else:
+        code, code_last = _compile(shell, transformed, filename, key[2])
+        if not shell.ast_transformers:
+            if len(_COMPILED) >= _COMPILED_MAX:
+                _COMPILED.pop(next(iter(_COMPILED)))
+            _COMPILED[key] = (code, code_last)
     # Only code with a top-level await is awaited: a cell ending in a call
     # to an async def shows the coroutine object and runs nothing, as a
     # plain IPython cell does.
@@ -56,6 +59,39 @@ def compile_cell(shell: Any, cell: str, number: int) -> Callable[[], Any]:
         return value
 
     return run
+
+
+#: Cells compiled so far: (source, compiler flags, ends with ";") -> (the
+#: body's code, the last expression's code or None). Running a cell again
+#: (the common case while experimenting) then costs no parse or compile.
+_COMPILED: dict[tuple[str, int, bool], tuple[types.CodeType, types.CodeType | None]] = {}
+_COMPILED_MAX = 64
+
+
+def _compile(
+    shell: Any, transformed: str, filename: str, semicolon: bool
+) -> tuple[types.CodeType, types.CodeType | None]:
+    """IPython's recipe: parse, transform the AST, split off the last
+    expression, compile both parts (top-level ``await`` allowed)."""
+    tree = shell.compile.ast_parse(transformed, filename=filename)
+    tree = shell.transform_ast(tree)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr) and not semicolon:
+        last = ast.Expression(tree.body.pop().value)
+    # Top-level await compiles to a coroutine, as in a plain cell.
+    with shell.compile.extra_flags(getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)):
+        code = shell.compile(tree, filename, "exec")
+        code_last = shell.compile(last, filename, "eval") if last is not None else None
+    return code, code_last
+
+
+def _named(code: types.CodeType, filename: str) -> types.CodeType:
+    """``code`` (and the code of every function and class in it) under
+    ``filename``: tracebacks and reports name the cell that runs it."""
+    consts = tuple(
+        _named(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts
+    )
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 #: Characters that start IPython syntax (magics, shell escapes, help,

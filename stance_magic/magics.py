@@ -95,7 +95,7 @@ class StanceMagics(Magics):
         self.engine = engine or get_engine()
         super().__init__(shell, **kwargs)
         self._pending: list[tuple[Any, bool]] = []
-        self.engine.observe(self._on_engine)
+        self.engine.observe(self._on_engine, events=("watch", "undone", "unrestored"))
         if self.watch:
             self.engine.set_watch(True)
 

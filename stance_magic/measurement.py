@@ -17,13 +17,15 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import probe
+from . import build, probe
 from .build import Closed
 from .notebook import running_cell_number
+from .probe import caches as probe_caches
 
 if TYPE_CHECKING:
     from .report import CellReport, Comparison
     from .spec import MeasureSpec
+    from .stance import Stance
 
 __all__ = ["Host", "Measured", "Measurement"]
 
@@ -48,10 +50,11 @@ class Measurement:
     """One open measuring window. :meth:`close` stops its clocks once;
     :meth:`finish` builds the report, completes and publishes it, once."""
 
-    def __init__(self, engine: Host, spec: MeasureSpec) -> None:
-        assert spec.stance is not None, "the engine resolves the stance"
+    def __init__(self, engine: Host, spec: MeasureSpec, stance: Stance) -> None:
         self.engine = engine
         self.spec = spec
+        #: the stance the block runs under (``spec.stance``, or the session's)
+        self.stance = stance
         #: the report, once :meth:`finish` built it
         self.report: CellReport | None = None
         self._closed: Closed | None = None
@@ -63,7 +66,12 @@ class Measurement:
             self._sharing = Sharing(spec.trace, spec.timeline)
             self._sharing.start()  # before the recorder: a failure here leaves nothing open
         self._mark = self._recorder.start(context=self.context)
-        self._cache_mark = _cache_watch_start()
+        # torch's compile-cache events of the window (see probe.caches)
+        self._cache_watch = probe_caches.watch()
+        try:
+            self._cache_mark: Any = self._cache_watch.start()
+        except Exception:  # pragma: no cover - never fail a measurement over it
+            self._cache_mark = None
         engine.opened(self)
         self._profiler: probe.CellProfiler | None = None
         self._profiler_error: str | None = None
@@ -88,17 +96,30 @@ class Measurement:
             parts.append(f"In [{number}]")
         if self.spec.label:
             parts.append(repr(self.spec.label))
-        assert self.spec.stance is not None
-        parts.append(f"({self.spec.stance.name})")
+        parts.append(f"({self.stance.name})")
         return " ".join(parts)
+
+    def _cache_events(self) -> list[Any]:
+        if self._cache_mark is None:
+            return []
+        try:
+            return list(self._cache_watch.stop(self._cache_mark))
+        except Exception:  # pragma: no cover - never fail a measurement over it
+            return []
 
     @property
     def closed(self) -> bool:
         return self._closed is not None
 
-    def close(self, error: BaseException | None = None, note: str | None = None) -> Closed:
+    def close(
+        self,
+        error: BaseException | None = None,
+        note: str | None = None,
+        execution_count: int | None = None,
+    ) -> Closed:
         """Stop the clocks, the recorder and the profiler (once; later calls
-        return the same :class:`Closed`)."""
+        return the same :class:`Closed`). ``execution_count``: the cell's
+        number when the front end learns it only at the end."""
         if self._closed is not None:
             return self._closed
         wall = time.perf_counter() - self._t0
@@ -109,6 +130,8 @@ class Measurement:
         window = self._recorder.stop(self._mark)
         self._closed = Closed(
             spec=self.spec,
+            stance=self.stance,
+            execution_count=execution_count or self.spec.execution_count,
             window=window,
             wall_s=wall,
             error=error,
@@ -117,7 +140,7 @@ class Measurement:
             memory=memory,
             memory_on=self.spec.memory and self._profiler is not None,
             profiler_error=self._profiler_error,
-            cache_events=_cache_watch_stop(self._cache_mark),
+            cache_events=self._cache_events(),
             notes=[note] if note else [],
             profiler=self._profiler,
         )
@@ -143,17 +166,20 @@ class Measurement:
         :func:`stance_magic.build.build_report`)."""
         if self.report is not None:
             return self.report
-        closed = self.close(error, note)
-        if execution_count is not None:
-            closed = replace(closed, spec=replace(closed.spec, execution_count=execution_count))
-        from . import build, warm
-
+        closed = self.close(error, note, execution_count)
+        if execution_count is not None and closed.execution_count != execution_count:
+            closed = replace(closed, execution_count=execution_count)
         engine = self.engine
+        loaded = None
+        if closed.window.records:
+            from .warm import loaded_keys
+
+            loaded = loaded_keys()
         rep = build.build_report(
             closed,
             index=len(engine.history) + 1,
             history=engine.history,
-            loaded=warm.loaded_keys() if closed.window.records else None,
+            loaded=loaded,
             compare=compare,
             memory=memory,
             notes=notes,
@@ -227,24 +253,3 @@ class Measured:
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
-
-
-def _cache_watch_start() -> Any:
-    """Open a window on torch's compile-cache events (see probe.caches)."""
-    from .probe import caches as probe_caches
-
-    try:
-        return probe_caches.watch().start()
-    except Exception:  # pragma: no cover - never fail a measurement over it
-        return None
-
-
-def _cache_watch_stop(mark: Any) -> list[Any]:
-    from .probe import caches as probe_caches
-
-    if mark is None:
-        return []
-    try:
-        return probe_caches.watch().stop(mark)
-    except Exception:  # pragma: no cover
-        return []

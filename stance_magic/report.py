@@ -481,7 +481,7 @@ class Gathered:
     mode: str = "summary"
 
 
-@dataclass(frozen=True)
+@dataclass
 class CellReport:
     """What torch.compile did and cost in one measured cell.
 

@@ -62,9 +62,10 @@ class MeasureSpec:
         """Refuse a trace directory or timeline file that cannot be written,
         or a ``ranks`` mode that does not exist, before the block runs (a
         ``ValueError`` with one line)."""
-        if self.ranks not in (None, "summary", "full"):
+        if self.ranks is not None and self.ranks not in ("summary", "full"):
             raise ValueError(f"ranks must be 'summary' or 'full', not {self.ranks!r}")
-        check_options(self.trace, self.timeline)
+        if self.trace is not None or self.timeline is not None:
+            check_options(self.trace, self.timeline)
 
 
 def check_options(

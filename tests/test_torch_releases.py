@@ -162,8 +162,12 @@ def test_a_record_with_only_the_oldest_fields_still_makes_a_report():
         backend_compile_time_s=0.05,
     )
     window = probe.Window(records=[rec], misses=1)
-    spec = MeasureSpec(stance=make_stance("default", False, None), source="f(x)")
-    rep = build_report(Closed(spec, window, wall_s=0.3, error=None, t0=0.0), index=1)
+    stance = make_stance("default", False, None)
+    spec = MeasureSpec(stance=stance, source="f(x)")
+    closed = Closed(
+        spec, stance, execution_count=None, window=window, wall_s=0.3, error=None, t0=0.0
+    )
+    rep = build_report(closed, index=1)
     assert rep.compiles == 1 and rep.graphs == 1 and rep.recompiles == []
     (frame,) = rep.frames
     assert (frame.name, frame.line, frame.failed, frame.guard_count) == ("f", 3, None, None)

@@ -15,15 +15,16 @@ the recompile-user-context and compile-start callbacks, logging handlers,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 __all__ = ["Patch", "Patches"]
 
 
-@dataclass
-class Patch:
-    """One replaced attribute: ``owner.name`` was ``original``, is ``replacement``."""
+class Patch(NamedTuple):
+    """One replaced attribute: ``owner.name`` was ``original``, is ``replacement``.
+
+    (A tuple: a measured cell applies and restores the table once, so it is kept cheap.)
+    """
 
     owner: Any
     name: str
@@ -39,11 +40,14 @@ class Patch:
 class Patches:
     """The table of what is replaced while a window is open."""
 
+    __slots__ = ("_applied",)
+
     def __init__(self) -> None:
-        self._applied: list[Patch] = []
+        #: (owner, name, original, replacement), in the order applied
+        self._applied: list[tuple[Any, str, Any, Any]] = []
 
     def __iter__(self) -> Any:
-        return iter(self._applied)
+        return (Patch(*p) for p in self._applied)
 
     def __len__(self) -> int:
         return len(self._applied)
@@ -53,28 +57,44 @@ class Patches:
         installed torch has no such attribute (an older release). On a class,
         only an attribute the class defines itself is replaced. An attribute
         that is None (an unset hook) is replaced, and None is put back."""
-        original = _current(owner, name)
+        if isinstance(owner, type):
+            original = owner.__dict__.get(name, _MISSING)
+        else:
+            original = getattr(owner, name, _MISSING)
         if original is _MISSING:
             return None
-        patch = Patch(owner, name, original, make(original))
-        setattr(owner, name, patch.replacement)
-        self._applied.append(patch)
-        return patch
+        replacement = make(original)
+        setattr(owner, name, replacement)
+        entry = (owner, name, original, replacement)
+        self._applied.append(entry)
+        return Patch(*entry)
+
+    def replace(self, owner: Any, name: str, replacement: Any) -> bool:
+        """Replace ``owner.name`` with ``replacement`` (as :meth:`apply`, for
+        a replacement that does not depend on the original); False when the
+        installed torch has no such attribute."""
+        original = _current(owner, name)
+        if original is _MISSING:
+            return False
+        setattr(owner, name, replacement)
+        self._applied.append((owner, name, original, replacement))
+        return True
 
     def original(self, owner: Any, name: str) -> Any:
         """The original of a patched attribute (None when it is not patched, or was None)."""
-        for p in self._applied:
-            if p.owner is owner and p.name == name:
-                return p.original
+        for o, n, original, _ in self._applied:
+            if o is owner and n == name:
+                return original
         return None
 
     def restore(self) -> None:
         """Put every original back, last patched first, where our replacement
         is still in place."""
-        for p in reversed(self._applied):
-            if p.installed:
-                setattr(p.owner, p.name, p.original)
-        self._applied.clear()
+        applied = self._applied
+        while applied:
+            owner, name, original, replacement = applied.pop()
+            if _current(owner, name) is replacement:
+                setattr(owner, name, original)
 
 
 _MISSING = object()

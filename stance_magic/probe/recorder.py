@@ -306,6 +306,7 @@ class Recorder:
         "_act",
         "_acts",
         "_aot_seen",
+        "_armed",
         "_breaks",
         "_calls",
         "_clock",
@@ -352,6 +353,8 @@ class Recorder:
         self._marks: list[_Mark] = []
         self._threads: dict[int, int] = {}
         self._hooks_on = False
+        #: the hooks a lookup or a compile needs are in (see _arm)
+        self._armed = False
         self._log_on = False
         self._log_state: list[tuple[Any, int, bool]] = []
         self._handler: Any = None
@@ -428,6 +431,13 @@ class Recorder:
         return self._hooks_on
 
     def _install_hooks(self) -> None:
+        """What a window needs from its start: torch.compile's dispatcher
+        (every compiled call, and every ``torch._dynamo.optimize`` block,
+        goes through it first), torch's compile records (a lazily compiled
+        backward graph is compiled with no call of the dispatcher) and the
+        reset sentinel. The hooks that only a lookup or a Dynamo compile
+        reaches go in at the first dispatch (:meth:`_arm`): a cell that calls
+        no compiled code pays for nothing more."""
         t = _torch_hooks()
         self._ef = t.ef
         if self._cw_code is None:
@@ -436,18 +446,34 @@ class Recorder:
         fns = self._hook_fns
         if fns is None or fns[2] is not self._orig_cfs or fns[3] != SAMPLE_EVERY:
             fns = self._hook_fns = (*self._make_hooks(), self._orig_cfs, SAMPLE_EVERY)
-        cfs, guard_hook = fns[0], fns[1]
-        self._prev_guard_hook = t.c_eval_frame.set_guard_complete_hook(guard_hook)
+        cfs = fns[0]
         self._orig_chromium = getattr(t.utils, "add_compilation_metrics_to_chromium", None)
         self._aot_seen = _aot_dispatch_count()
         # every torch attribute replaced while a window is open, in one table
         patches = self._patches
-        patches.apply(t.ef, "_callback_from_stance", lambda orig: cfs)
+        patches.replace(t.ef, "_callback_from_stance", cfs)
+        patches.replace(t.utils, "add_compilation_metrics_to_chromium", self._on_record)
+        self._register_sentinel()
+        self._hooks_on = True
+
+    def _arm(self) -> None:
+        """The hooks a cache lookup or a Dynamo compile needs, put in at the
+        first dispatch of a window (torch.compile's dispatcher calls this
+        before the lookup it is about to start): the guard-complete hook, the
+        guard-building hook, the recompile-reason, recompile-limit and
+        backend wrappers, the recompile-context hook and, on Python 3.12+,
+        the nested-lookup clock."""
+        if self._armed or not self._hooks_on:
+            return
+        self._armed = True
+        t = _torch_hooks()
+        guard_hook = self._hook_fns[1] if self._hook_fns else None
+        self._prev_guard_hook = t.c_eval_frame.set_guard_complete_hook(guard_hook)
+        patches = self._patches
         testing = patches.apply(
             t.guards, "guard_manager_testing_hook_fn", lambda orig: self._testing_hook
         )
         self._prev_testing_hook = testing.original if testing is not None else None
-        patches.apply(t.utils, "add_compilation_metrics_to_chromium", lambda orig: self._on_record)
         for mod in (t.convert_frame, t.guards):
             patches.apply(mod, _REASONS_FN, lambda orig: self._wrapper(orig, self._reasons_wrapper))
         patches.apply(
@@ -458,10 +484,8 @@ class Recorder:
             "call_user_compiler",
             lambda orig: self._wrapper(orig, self._user_compiler_wrapper),
         )
-        self._register_sentinel()
         self._resume.start()
         self._register_context_hook()
-        self._hooks_on = True
 
     def _wrapper(self, orig: Any, make: Callable[[Any], Any]) -> Any:
         """``make(orig)``, made once per torch function and kept: a cell
@@ -475,15 +499,17 @@ class Recorder:
         if not self._hooks_on:
             return
         t = _torch_hooks()
-        guard_hook = self._hook_fns[1] if self._hook_fns else None
-        now = t.c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
-        if now is not None and now is not guard_hook:
-            # someone hooked in after us: leave theirs (ours passes through)
-            t.c_eval_frame.set_guard_complete_hook(now)
+        if self._armed:
+            guard_hook = self._hook_fns[1] if self._hook_fns else None
+            now = t.c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
+            if now is not None and now is not guard_hook:
+                # someone hooked in after us: leave theirs (ours passes through)
+                t.c_eval_frame.set_guard_complete_hook(now)
+            self._resume.stop()
+            self._unregister_context_hook()
+            self._armed = False
         self._patches.restore()
         self._unregister_sentinel()
-        self._resume.stop()
-        self._unregister_context_hook()
         self._hooks_on = False
 
     def _register_context_hook(self) -> None:
@@ -561,6 +587,10 @@ class Recorder:
         (``TORCH_LOGS``, ``set_logs``), its records are kept from reaching
         torch's console handler.
         """
+        if self._log_on:
+            first = self._log_state[0][0]
+            if first.level == logging.DEBUG and self._handler in first.handlers:
+                return  # as we left it: torch's logging was not reset since (set_logs)
         try:
             from torch._logging._internal import log_registry, log_state
         except ImportError:  # pragma: no cover - older torch: counters instead
@@ -637,6 +667,8 @@ class Recorder:
             result = orig(callback)
             if callback is None:  # torch._dynamo.disable's wrappers: never a compiled call
                 return result
+            if not rec._armed:
+                rec._arm()  # the window's first dispatch: before its lookup
             f = getframe(1)
             if f.f_code is cw and get_ident() in threads:
                 sampling = counted.get(callback)
@@ -1078,7 +1110,7 @@ class Recorder:
         by (their ``recompile_user_contexts``, where torch has them): a
         string, or a function giving one when torch compiles."""
         if not self._marks:
-            self._clear_running()
+            # the running state is clear: __init__ and the last stop() cleared it
             self._install_log_capture()
             self._install_hooks()
         elif self._sentinel_gone():
@@ -1125,11 +1157,25 @@ class Recorder:
         else:
             self._threads.pop(mark.thread, None)
         if not self._marks:
+            # what the hooks filled (a window with no dispatch filled nothing,
+            # unless a lazily compiled backward wrote a record)
+            touched = self._armed or self._records or self._breaks
             self._uninstall_hooks()
-            self._clear_running()
+            if touched:
+                self._clear_running()
         return window
 
     def _window(self, mark: _Mark) -> Window:
+        if (
+            not self._armed
+            and mark.counters is None
+            and len(self._records) == mark.records
+            and len(self._breaks) == mark.breaks
+            and len(self._events) == mark.events
+            and len(self._miss_list) == mark.miss_events
+        ):
+            # nothing was dispatched, compiled or logged: the window saw nothing
+            return Window()
         records = self._records[mark.records :]
         info = {id(r): self._info.get(id(r), RecordInfo()) for r in records}
         window = Window(

@@ -3,6 +3,7 @@ phases and total, the recompile limit it hit, cache entries and limits."""
 
 from __future__ import annotations
 
+import functools
 import re
 import types
 from dataclasses import dataclass, field
@@ -222,9 +223,16 @@ def _cache_entry_count(code: Any, unknown: int | None = 1) -> int | None:
 def _aot_dispatch_count() -> int:
     """How many times AOTAutograd built a dispatcher in this process (torch
     times each under this name); a compile that adds none never ran it."""
+    metrics = _compilation_time_metrics()
+    return len(metrics.get("create_aot_dispatcher_function", ()))
+
+
+@functools.cache
+def _compilation_time_metrics() -> dict[str, Any]:
+    """torch's dictionary of timed compile phases (one per process)."""
     from torch._dynamo.utils import compilation_time_metrics
 
-    return len(compilation_time_metrics.get("create_aot_dispatcher_function", ()))
+    return compilation_time_metrics
 
 
 def is_backward_compile(rec: Any) -> bool:
