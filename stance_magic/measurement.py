@@ -22,6 +22,7 @@ from .build import Closed
 from .notebook import running_cell_number
 
 if TYPE_CHECKING:
+    from .probe.caches import CacheEvent
     from .report import CellReport, Comparison
     from .spec import MeasureSpec
 
@@ -103,7 +104,8 @@ class Measurement:
             return self._closed
         wall = time.perf_counter() - self._t0
         self.engine.closed(self)
-        profiled, memory = None, []
+        profiled: list[float] | None = None
+        memory: list[probe.MemoryFigure] = []
         if self._profiler is not None:
             profiled, memory = self._profiler.stop()
         window = self._recorder.stop(self._mark)
@@ -229,7 +231,7 @@ class Measured:
         p.text(str(self))
 
 
-def _cache_watch_start() -> Any:
+def _cache_watch_start() -> int | None:
     """Open a window on torch's compile-cache events (see probe.caches)."""
     from .probe import caches as probe_caches
 
@@ -239,7 +241,7 @@ def _cache_watch_start() -> Any:
         return None
 
 
-def _cache_watch_stop(mark: Any) -> list[Any]:
+def _cache_watch_stop(mark: int | None) -> list[CacheEvent]:
     from .probe import caches as probe_caches
 
     if mark is None:
