@@ -76,7 +76,10 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
+    # Every lazy name is imported for type checkers above, so what reaches this at
+    # type-checking time is a name the package does not have: `object`, not `Any`,
+    # so that a misspelt stance_magic.Stnce is an error there too.
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'stance_magic' has no attribute {name!r}")
