@@ -23,9 +23,11 @@ $(STAMP): pyproject.toml .ci/constraints.txt
 tour: setup
 	$(BIN)/python notebooks/build_tour.py
 
+# mypy: the public API's modules (pyproject.toml's [tool.mypy]), in seconds.
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # Sphinx (docs/conf.py): warnings are errors, so a broken link or anchor, a page in no
 # table of contents, a docstring that does not parse or a notebook stored with an

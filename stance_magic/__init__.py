@@ -12,10 +12,26 @@ import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    # What a type checker reads for the lazy names below (at run time they load
+    # through __getattr__, when first used).
     from contextlib import AbstractContextManager as ContextManager
     from typing import Any, Callable, Literal
 
-    from .measurement import Measured
+    from .engine import get_engine as get_engine
+    from .measurement import Measured as Measured
+    from .ranks import RankReport as RankReport
+    from .render import BreakList, History
+    from .report import CellReport as CellReport
+    from .spec import MeasureSpec as MeasureSpec
+    from .stance import Stance as Stance
+    from .stance import StanceError as StanceError
+    from .stance import current_stance as current_stance
+    from .stance import make_stance as make_stance
+    from .stance import supported_stances as supported_stances
+    from .warm import CacheInfo as CacheInfo
+    from .warm import load_cache as load_cache
+    from .warm import save_cache as save_cache
+    from .widget import panel as panel
 
 from ._version import __version__ as __version__
 
@@ -60,7 +76,10 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
+    # Every lazy name is imported for type checkers above, so what reaches this at
+    # type-checking time is a name the package does not have: `object`, not `Any`,
+    # so that a misspelt stance_magic.Stnce is an error there too.
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'stance_magic' has no attribute {name!r}")
@@ -152,8 +171,8 @@ def measure(
 
 
 def _renamed(
-    deprecated: dict[str, Any], profile_lookups: bool, ranks: bool | str
-) -> tuple[bool, Any]:
+    deprecated: dict[str, Any], profile_lookups: bool, ranks: bool | Literal["summary", "full"]
+) -> tuple[bool, bool | Literal["summary", "full"]]:
     """``measure()``'s earlier keyword names, still taken for one release."""
     import warnings
 
@@ -176,8 +195,11 @@ def _renamed(
 
 
 def set_session_stance(
-    stance: str, *, skip_guard_eval_unsafe: bool = False, force_backend: Any = None
-) -> Any:
+    stance: str,
+    *,
+    skip_guard_eval_unsafe: bool = False,
+    force_backend: str | Callable[..., Any] | None = None,
+) -> Stance:
     """Set the session stance (as ``%stance NAME`` does); return the previous one."""
     from .engine import get_engine
     from .stance import make_stance
@@ -185,7 +207,7 @@ def set_session_stance(
     return get_engine().set_session(make_stance(stance, skip_guard_eval_unsafe, force_backend))
 
 
-def history() -> list[Any]:
+def history() -> History[CellReport]:
     """The measured cells of this session, oldest first, as a table-like list."""
     from .engine import get_engine
     from .render import History
@@ -193,7 +215,7 @@ def history() -> list[Any]:
     return History(get_engine().history)
 
 
-def breaks() -> list[Any]:
+def breaks() -> BreakList:
     """The session's graph breaks as a to-do list: grouped by torch's
     graph-break type and the user's line, most costly first, each with
     torch's hint and documentation page (``%stance breaks``)."""
@@ -203,7 +225,7 @@ def breaks() -> list[Any]:
     return BreakList.of(get_engine().history)
 
 
-def bundle(path: Any, report: Any = None) -> str:
+def bundle(path: str | os.PathLike[str], report: CellReport | None = None) -> str:
     """Zip a measured cell (the last one by default) for a bug report; one line
     says what is in it (``%stance bundle PATH``). See :func:`stance_magic.share.bundle`."""
     from .engine import get_engine

@@ -321,19 +321,19 @@ class Engine:
     def _close_block(self, stance: Stance, before: Stance) -> None:
         """The end of an :meth:`applied` block: the stance before it is back."""
         self._cell_depth -= 1
-        waited = self._cell_depth == 0 and self._pending_session is not None
-        if waited:
-            after, self._pending_session = self._pending_session, None
+        # a session stance chosen while the outermost block ran takes effect now
+        waited = self._pending_session if self._cell_depth == 0 else None
+        after = before
+        if waited is not None:
+            after, self._pending_session = waited, None
             self._last_session = after
-        else:
-            after = before
         now = _now(after)
         if now != after:  # also undoes a change made by the block
             if now != stance:
                 # the block called torch.compiler.set_stance itself
                 self._emit("undone", (now, after))
             self._restore(after)
-        if waited:
+        if waited is not None:
             self._emit("applied", after)
 
     def end_of_cell(self) -> str | None:

@@ -15,7 +15,7 @@ import copy
 import functools
 import shlex
 import sys
-from typing import Any
+from typing import Any, Callable, Protocol
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
@@ -29,6 +29,14 @@ from .options import COMMANDS, declare, finish_help, form_of, max_repeat, valida
 from .probe import CompiledRegionError, TorchSupportError
 from .spec import MeasureSpec
 from .stance import Stance, StanceError, make_stance, supported_stances
+
+
+class _View(Protocol):
+    """What the result types of :attr:`StanceMagics.VIEWS` offer."""
+
+    def text(self, max_details: int) -> str: ...
+
+    def html(self, max_details: int) -> str: ...
 
 
 @functools.lru_cache(maxsize=256)
@@ -102,16 +110,17 @@ class StanceMagics(Magics):
     # -- settings -------------------------------------------------------------
     @validate("default_repeat")
     def _check_repeat(self, proposal: Any) -> int:
-        n = proposal["value"]
+        n: int = proposal["value"]
         if not 1 <= n <= max_repeat():
             raise TraitError(f"default_repeat must be 1 to {max_repeat():,}, not {n}")
         return n
 
     @validate("max_details")
     def _check_max_details(self, proposal: Any) -> int:
-        if proposal["value"] < 0:
-            raise TraitError(f"max_details must be 0 or more, not {proposal['value']}")
-        return proposal["value"]
+        n: int = proposal["value"]
+        if n < 0:
+            raise TraitError(f"max_details must be 0 or more, not {n}")
+        return n
 
     @observe("watch")
     def _watch_changed(self, change: Any) -> None:
@@ -139,10 +148,10 @@ class StanceMagics(Magics):
             formatters.formatters["text/plain"].for_type_by_name(module, name, self._text_view)
             formatters.formatters["text/html"].for_type_by_name(module, name, self._html_view)
 
-    def _text_view(self, obj: Any, p: Any, cycle: bool) -> None:
+    def _text_view(self, obj: _View, p: Any, cycle: bool) -> None:
         p.text(obj.text(self.max_details))
 
-    def _html_view(self, obj: Any) -> str:
+    def _html_view(self, obj: _View) -> str:
         return obj.html(self.max_details)
 
     def detach(self) -> None:
@@ -401,7 +410,7 @@ class StanceMagics(Magics):
         run = compile_cell(self.shell, cell, number)
         for s in stances if stance is None else [stance]:
             self._warn_before_running(s)
-        announce = False if args.quiet else notice
+        announce: bool | Callable[[str], None] = False if args.quiet else notice
         spec = MeasureSpec(
             stance=stance,
             source=cell,
@@ -419,16 +428,16 @@ class StanceMagics(Magics):
         if args.sweep is not None:
             from .compare import sweep
 
-            result = sweep(self.engine, run, stances, spec, announce=announce)
-            self._show_later(result, args)
+            swept = sweep(self.engine, run, stances, spec, announce=announce)
+            self._show_later(swept, args)
             return None
         if args.compare:
             from .compare import compare
 
             repeat = args.repeat or self.default_repeat
-            result = compare(self.engine, run, spec, repeat=repeat, announce=announce)
-            self._show_later(result, args)
-            return result.value
+            compared = compare(self.engine, run, spec, repeat=repeat, announce=announce)
+            self._show_later(compared, args)
+            return compared.value
         measured = None
         try:
             with self.engine.measure(spec) as measured:
@@ -479,7 +488,7 @@ class StanceMagics(Magics):
         cells = self.engine.cells
         cell = cells.cell_of(result)
         m = cell.measurement if cell is not None else None
-        if m is not None:
+        if cell is not None and m is not None:
             cell.measurement = None
             err = getattr(result, "error_in_exec", None)
             # IPython's number for this cell (In [N]) comes with its result

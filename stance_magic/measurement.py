@@ -23,6 +23,7 @@ from .notebook import running_cell_number
 from .probe import caches as probe_caches
 
 if TYPE_CHECKING:
+    from .probe.caches import CacheEvent
     from .report import CellReport, Comparison
     from .spec import MeasureSpec
     from .stance import Stance
@@ -69,7 +70,7 @@ class Measurement:
         # torch's compile-cache events of the window (see probe.caches)
         self._cache_watch = probe_caches.watch()
         try:
-            self._cache_mark: Any = self._cache_watch.start()
+            self._cache_mark: int | None = self._cache_watch.start()
         except Exception:  # pragma: no cover - never fail a measurement over it
             self._cache_mark = None
         engine.opened(self)
@@ -99,7 +100,7 @@ class Measurement:
         parts.append(f"({self.stance.name})")
         return " ".join(parts)
 
-    def _cache_events(self) -> list[Any]:
+    def _cache_events(self) -> list[CacheEvent]:
         if self._cache_mark is None:
             return []
         try:
@@ -124,7 +125,8 @@ class Measurement:
             return self._closed
         wall = time.perf_counter() - self._t0
         self.engine.closed(self)
-        profiled, memory = None, []
+        profiled: list[float] | None = None
+        memory: list[probe.MemoryFigure] = []
         if self._profiler is not None:
             profiled, memory = self._profiler.stop()
         window = self._recorder.stop(self._mark)

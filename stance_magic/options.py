@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = [
     "ACCEPTS",
@@ -23,6 +26,7 @@ __all__ = [
     "COMMANDS",
     "FORMS",
     "RULES",
+    "Declared",
     "declare",
     "finish_help",
     "form_of",
@@ -448,7 +452,15 @@ ARGUMENTS = (
 )
 
 
-def declare(func: Callable[..., Any]) -> Callable[..., Any]:
+class Declared(Protocol):
+    """A magic as :func:`declare` makes it: callable, with its parser."""
+
+    parser: argparse.ArgumentParser
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def declare(func: Callable[..., Any]) -> Declared:
     """Give the magic ``func`` its parser (``func.parser``) and its help: the
     intro, then every option of :data:`ARGUMENTS` with its help, then the
     examples (as ``@magic_arguments()`` over ``@argument`` lines does)."""
@@ -476,7 +488,7 @@ def config_help(cls: type) -> str:
     return "\n".join(out)
 
 
-def finish_help(func: Any, cls: type) -> None:
+def finish_help(func: Declared, cls: type) -> None:
     """``%stance?``: the intro, every option from the parser, the settings
     (the traits of ``cls``), the examples."""
     parser = func.parser

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .stance import stance_text
 from .text import cell_label, fmt_bytes, fmt_s
 from .text import plural as _n
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Width that reads well in a notebook cell (inches at 100 dpi: 760 px).
 WIDTH_IN = 7.6
@@ -28,7 +31,7 @@ COLORS = {
 }
 
 
-def _figure(height: float = 2.8) -> Any:
+def _figure(height: float = 2.8) -> Figure:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI, layout="constrained")
@@ -90,7 +93,7 @@ def _annotate(ax: Any, y: int, x: float, text: str) -> None:
     ax.text(x, y, "  " + text, va="center", fontsize=7.5, color="#333333")
 
 
-def report_figure(rep: Any) -> Any:
+def report_figure(rep: Any) -> Figure:
     """One cell: compile, cache lookups and execution as a stacked bar
     (and the eager run beside it when the report has one)."""
     run = max(rep.wall_s - rep.compile_s - (rep.lookups.seconds or 0.0), 0.0)
@@ -131,7 +134,7 @@ def report_figure(rep: Any) -> Any:
     return fig
 
 
-def compare_figure(result: Any) -> Any:
+def compare_figure(result: Any) -> Figure:
     """--compare: first run and steady state for eager and the stance."""
     eager, comp = result.eager_runs, result.compiled_runs
     first_c = comp[0] if comp else 0.0
@@ -174,7 +177,7 @@ def compare_figure(result: Any) -> Any:
     return fig
 
 
-def sweep_figure(result: Any) -> Any:
+def sweep_figure(result: Any) -> Figure:
     """--sweep: one bar per stance, compile / guards / execution stacked."""
     reps = result.reports
     labels = [r.stance_label + (" (error)" if r.error else "") for r in reps]
@@ -287,7 +290,7 @@ def history_figure(
     width_px: int = HISTORY_WIDTH_PX,
     height_px: int = HISTORY_HEIGHT_PX,
     transparent: bool = False,
-) -> Any:
+) -> Figure:
     """The session across cells: one stacked bar per cell that changed
     something (compile, guard evaluation, the rest of the wall time), with its
     wall time, recompiles, graph breaks and failures written above it, the
@@ -521,7 +524,7 @@ def history_png(reports: Sequence[Any], cache_key: Any = None) -> bytes | None:
 MAX_RANK_BARS = 32
 
 
-def ranks_figure(view: Any, max_bars: int = MAX_RANK_BARS) -> Any:
+def ranks_figure(view: Any, max_bars: int = MAX_RANK_BARS) -> Figure:
     """Across ranks (a :class:`~stance_magic.ranks.RankReport`): one bar per rank
     (compile, guard evaluation, execution), flagged ranks in red, a dashed line
     at the slowest compile; over ``max_bars`` ranks, compile time per rank as

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence
 from .text import fmt_s
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from .report import CellReport
 
 __all__ = [
@@ -138,7 +140,7 @@ def _break_key(g: Any) -> str:
     return f"{g.summary}|{g.line}|{g.source}"
 
 
-def summarize(rep: Any, rank: int, host: str | None = None) -> RankSummary:
+def summarize(rep: CellReport, rank: int, host: str | None = None) -> RankSummary:
     """The fixed-size summary of a :class:`~stance_magic.report.CellReport`."""
     details = list(getattr(rep, "recompile_details", []) or [])
     reasons = tuple(_cut(f"{r.where}: {r}") for r in details[:MAX_REASONS])
@@ -199,8 +201,8 @@ class RankReport:
 
     world_size: int
     rows: list[RankSummary]
-    mode: str = "summary"
-    reports: list[Any] | None = None
+    mode: Literal["summary", "full"] = "summary"
+    reports: list[CellReport] | None = None
     flags: list[RankFlag] = field(default_factory=list)
     gather_s: float = 0.0
     payload_bytes: int = 0
@@ -235,7 +237,7 @@ class RankReport:
         the flagged ranks and the slowest compile, up to :data:`MAX_ROWS`."""
         return shown_rows(self)
 
-    def figure(self) -> Any:
+    def figure(self) -> Figure:
         """Compile, guard evaluation and execution per rank, divergent ranks in red."""
         from .plots import ranks_figure
 
@@ -411,7 +413,7 @@ def divergence_flags(rows: Sequence[RankSummary]) -> list[RankFlag]:
 # -- gathering --------------------------------------------------------------------
 
 
-def check_mode(mode: Any) -> Literal["summary", "full"]:
+def check_mode(mode: object) -> Literal["summary", "full"]:
     """``True`` (a summary per rank), ``"summary"`` or ``"full"``; anything
     else is a ``ValueError``."""
     if mode is True or mode == "summary":
@@ -421,7 +423,7 @@ def check_mode(mode: Any) -> Literal["summary", "full"]:
     raise ValueError(f"ranks must be True, 'summary' or 'full', not {mode!r}")
 
 
-def gather(rep: CellReport, mode: Any = "summary") -> CellReport:
+def gather(rep: CellReport, mode: bool | str = "summary") -> CellReport:
     """Gather every rank's report of one block to rank 0 (a collective), and
     return this rank's report completed by it.
 
@@ -484,7 +486,7 @@ NO_GROUP = (
 )
 
 
-def session_stances(stance: Any) -> list[str] | None:
+def session_stances(stance: object) -> list[str] | None:
     """Every rank's session stance, on rank 0 (a collective; None elsewhere).
 
     ``stance`` is this rank's. ``%stance NAME --ranks`` sets the stance and
@@ -545,7 +547,7 @@ class RankNote:
         )
 
 
-def to_show(rep: CellReport, plot: bool) -> tuple[Any, bool]:
+def to_show(rep: CellReport, plot: bool) -> tuple[CellReport | RankReport | RankNote, bool]:
     """What a cell gathered across ranks displays, with whether to chart it:
     rank 0 the combined view, another rank one line, an interrupted cell
     (nothing gathered) its own report."""

@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Generic, Iterable, Sequence, TypeVar
 
 from .stance import stance_text
 from .text import cell_label, fmt_bytes, fmt_s, shorten
@@ -419,7 +419,12 @@ def history_html(reports: Iterable[Any]) -> str:
     return html_table(head, body)
 
 
-class History(list):
+# A history's item: a CellReport. A view imports no report class, so the item
+# type is a parameter: stance_magic.history() is a History[CellReport].
+_R = TypeVar("_R")
+
+
+class History(list[_R], Generic[_R]):
     """The session's reports, oldest first, that display as a table."""
 
     def __str__(self) -> str:
@@ -612,7 +617,7 @@ class BreakEntry:
     cells: list[str] = field(default_factory=list)
 
 
-class BreakList(list):
+class BreakList(list[BreakEntry]):
     """The session's graph breaks grouped by cause and place, most costly
     first (``stance_magic.breaks()``, ``%stance breaks``)."""
 

@@ -139,7 +139,7 @@ def resolve_backend(
     # Test-only and minifier backends are valid but not worth offering.
     offered = [n for n in names if not probe.is_test_backend(n)]
     if namespace is not None and backend in namespace:
-        obj = namespace[backend]
+        obj: object = namespace[backend]
         if callable(obj):
             return obj
         raise StanceError(f"{backend!r} in the namespace is a {type(obj).__name__}, not a callable")
@@ -156,10 +156,6 @@ def resolve_backend(
         msg += "; or name a callable from your namespace" + (
             f" ({', '.join(user[:8])}{', ...' if len(user) > 8 else ''})" if user else ""
         )
-    return _raise(msg)
-
-
-def _raise(msg: str) -> Any:
     raise StanceError(msg)
 
 

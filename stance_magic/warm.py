@@ -29,7 +29,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .probe.caches import Artifact
 
 MAGIC = b"stance_magic compile cache\n"
 FORMAT = 1
@@ -88,7 +91,7 @@ class CacheInfo:
 
     def holds(self) -> str:
         """``2 Inductor FX graphs (310.2 kB), 1 AOTAutograd entry (12.0 kB)``."""
-        from .render import fmt_bytes
+        from .text import fmt_bytes
 
         parts = []
         for kind, n in self.counts.items():
@@ -99,7 +102,7 @@ class CacheInfo:
         return ", ".join(parts)
 
     def __str__(self) -> str:
-        from .render import fmt_bytes, fmt_s
+        from .text import fmt_bytes, fmt_s
 
         n = f"{self.artifacts} compile-cache artifact{'s' if self.artifacts != 1 else ''}"
         if self.action == "saved":
@@ -126,7 +129,9 @@ class CacheInfo:
         return asdict(self)
 
 
-def _counts(artifacts: list[Any]) -> tuple[dict[str, int], dict[str, int], dict[str, list[str]]]:
+def _counts(
+    artifacts: list[Artifact],
+) -> tuple[dict[str, int], dict[str, int], dict[str, list[str]]]:
     counts: dict[str, int] = {}
     nbytes: dict[str, int] = {}
     keys: dict[str, list[str]] = {}
@@ -139,13 +144,12 @@ def _counts(artifacts: list[Any]) -> tuple[dict[str, int], dict[str, int], dict[
     return counts, nbytes, keys
 
 
-def _support() -> Any:
+def _check_support() -> None:
     from .probe import caches as probe_caches
 
     problem = probe_caches.mega_cache_problem()
     if problem:
         raise WarmStartError(f"cannot save or load compile caches here: {problem}")
-    return probe_caches
 
 
 def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
@@ -166,8 +170,9 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
         Out[5]: stance_magic: saved 2 compile-cache artifacts to warm.smcache (…)
     """
     from . import export
+    from .probe import caches as pc
 
-    pc = _support()
+    _check_support()
     t0 = time.perf_counter()
     result = pc.save_artifacts()
     if result is None:
@@ -179,9 +184,10 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
     blob, artifacts = result
     counts, nbytes, keys = _counts(artifacts)
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    torch_version = pc.torch_version_string()
     header = {
         "format": FORMAT,
-        "torch": pc.torch_version_string(),
+        "torch": torch_version,
         "python": ".".join(str(v) for v in sys.version_info[:3]),
         "created": created,
         "blob_bytes": len(blob),
@@ -196,7 +202,7 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
     return CacheInfo(
         "saved",
         str(target),
-        header["torch"],
+        torch_version,
         counts,
         nbytes,
         len(data),
@@ -209,7 +215,9 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
 def read_cache_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes]:
     """(header, torch's blob) of a cache file, checked: the format, this
     torch's version, the size and the checksum. Raises :class:`WarmStartError`."""
-    pc = _support()
+    from .probe import caches as pc
+
+    _check_support()
     p = Path(path).expanduser()
     try:
         data = p.read_bytes()
@@ -275,7 +283,9 @@ def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
         In [1]: stance_magic.load_cache("warm.smcache")
         Out[1]: stance_magic: loaded 2 compile-cache artifacts from warm.smcache …
     """
-    pc = _support()
+    from .probe import caches as pc
+
+    _check_support()
     t0 = time.perf_counter()
     header, blob = read_cache_file(path)
     try:

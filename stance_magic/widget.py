@@ -181,7 +181,7 @@ class StancePanel(_Base):
         self._syncing = False
         self._cell_stance: Stance | None = None
         self._closed = False
-        self._shown: Any = None  # the report the summary describes
+        self._shown: CellReport | None = None  # the report the summary describes
         self._report_stale = False
         self._chart_stale = False
         self._chart_pending = False
@@ -345,7 +345,7 @@ class StancePanel(_Base):
     @property
     def expanded(self) -> bool:
         """Whether the live area (report and chart) is open."""
-        return self._live.selected_index == 0
+        return bool(self._live.selected_index == 0)
 
     def expand(self, open: bool = True) -> None:
         """Open (or close) the live area, as clicking its header does."""
@@ -581,7 +581,7 @@ class StancePanel(_Base):
         cls = "sm-msg-error" if error else "sm-msg"
         self._message.value = f'<span class="{cls}">{html.escape(text)}</span>'
 
-    def _on_report(self, rep: Any) -> None:
+    def _on_report(self, rep: CellReport) -> None:
         stance_cell, self._cell_stance = self._cell_stance, None
         history = self._engine.history
         previous = history[-2] if len(history) > 1 and history[-1] is rep else None
@@ -589,7 +589,7 @@ class StancePanel(_Base):
             return  # a watched cell that used no compiled code: nothing to show
         self._show(rep, own=stance_cell, chart=rep.worth_showing(previous))
 
-    def _show(self, rep: Any, own: Stance | None = None, chart: bool = True) -> None:
+    def _show(self, rep: CellReport, own: Stance | None = None, chart: bool = True) -> None:
         """Describe ``rep`` in the summary; fill in the report (and redraw the
         chart, if ``chart``) now when the live area is open, else on opening."""
         session = self._engine.session
@@ -609,19 +609,20 @@ class StancePanel(_Base):
             self._report_stale = False
             # ipywidgets' HTML has the line height of a form control: a table
             # reads better at the notebook's own.
-            self._report.value = f'<div style="line-height:1.4">{self._report_html()}</div>'
+            html_text = self._report_html(self._shown)
+            self._report.value = f'<div style="line-height:1.4">{html_text}</div>'
         if self._chart_stale:
             self._schedule_chart()
 
-    def _report_html(self) -> str:
-        """The shown report's HTML as the shell's formatter makes it (so it
-        follows the session's ``StanceMagics.max_details``), else its own."""
+    def _report_html(self, rep: CellReport) -> str:
+        """The report's HTML as the shell's formatter makes it (so it follows
+        the session's ``StanceMagics.max_details``), else its own."""
         formatters = getattr(self._shell, "display_formatter", None)
         if formatters is not None:
-            html_text = formatters.formatters["text/html"](self._shown)
+            html_text: str | None = formatters.formatters["text/html"](rep)
             if html_text:
                 return html_text
-        return self._shown._repr_html_()
+        return rep._repr_html_()
 
     def _schedule_chart(self) -> None:
         """Draw the chart after the running cell's reply when a kernel's event
