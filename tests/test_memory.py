@@ -1,4 +1,4 @@
-"""Memory per measured cell (-m), each figure against an independent count (issue 11)."""
+"""Memory per measured cell (-m), each figure against an independent count."""
 
 from __future__ import annotations
 

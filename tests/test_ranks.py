@@ -1,4 +1,4 @@
-"""Stances and reports across ranks (issue 12): gloo, 2 processes, CPU.
+"""Stances and reports across ranks: gloo, 2 processes, CPU.
 
 Three groups of tests:
 

@@ -1,4 +1,4 @@
-"""Sharing a cell (issue 21): its structured trace read back by tlparse, its
+"""Sharing a cell: its structured trace read back by tlparse, its
 Chrome-trace timeline against the report, the bug-report bundle."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from stance_magic import share
 from stance_magic.paths import short_path, shorten_paths
 from stance_magic.share import run_tlparse, tlparse_command
 
-from conftest import html_outputs, last, run
+from conftest import html_outputs, last, run, ui
 
 #: the compile id in a structured-trace header
 IDS = r'"frame_id": (\d+), "frame_compile_id": (\d+)'
@@ -399,11 +399,11 @@ def test_panel_traces_the_next_cell_only(sh, tmp_path, monkeypatch):
     run(sh, "f = torch.compile(lambda x: x.sin() + 1, backend='eager')\nx = torch.ones(3)")
     p = stance_magic.panel()
     try:
-        p._trace_next.value = True
+        ui(p).trace_next.value = True
         assert get_engine().trace_next == share.PANEL_TRACE_DIR
-        assert "next cell that runs is traced" in p._message.value
+        assert "next cell that runs is traced" in ui(p).message.value
         other = stance_magic.panel()  # a second panel follows the engine
-        assert other._trace_next.value is True
+        assert ui(other).trace_next.value is True
         res, cap = run(sh, "y = f(x)")  # a plain cell, not %%stance, watch off
         assert res.success, res.error_in_exec
         rep = last(sh)
@@ -413,15 +413,15 @@ def test_panel_traces_the_next_cell_only(sh, tmp_path, monkeypatch):
         )
         assert rep.shared.trace_compile_ids == [f.compile_id for f in rep.frames] == ["0/0"]
         assert rep.shared.tlparse_index and "tlparse" in "".join(html_outputs(cap))
-        assert p._trace_next.value is False and other._trace_next.value is False
+        assert ui(p).trace_next.value is False and ui(other).trace_next.value is False
         assert get_engine().trace_next is None
         n = len(stance_magic.history())
         run(sh, "y = f(torch.ones(4))")  # the cell after: not traced, not measured
         assert len(stance_magic.history()) == n
         assert len(list((tmp_path / "stance_traces").glob("*.log"))) == 1
-        p._trace_next.value = True
-        p._trace_next.value = False
-        assert get_engine().trace_next is None and "off" in p._message.value
+        ui(p).trace_next.value = True
+        ui(p).trace_next.value = False
+        assert get_engine().trace_next is None and "off" in ui(p).message.value
     finally:
         p.close()
         other.close()
