@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
 import inspect
 import logging
+import shutil
 import types
 from typing import Any
 
@@ -39,6 +42,36 @@ def shell():
     torch.compiler.reset()
     get_engine().clear_history()
     InteractiveShell.clear_instance()
+    forget_shell(sh)
+
+
+def forget_shell(sh: InteractiveShell) -> None:
+    """Do a test shell's exit clean-up now, without its full ``gc.collect()``.
+
+    Each shell registers ``atexit_operations`` (a reset and a full garbage
+    collection): left registered, every shell of a session stays alive with
+    its namespace until exit, and then they take minutes to end. A shell
+    with a history database open is left to IPython's own exit, which
+    closes it."""
+    history = sh.history_manager
+    if history is not None and history.enabled:
+        return
+    atexit.unregister(sh.atexit_operations)
+    for path in getattr(sh, "tempfiles", ()):  # what %edit and the like left
+        path.unlink(missing_ok=True)
+    for folder in getattr(sh, "tempdirs", ()):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Shells made outside the ``shell`` fixture: their exit clean-up too."""
+    for obj in gc.get_objects():
+        try:
+            shell = isinstance(obj, InteractiveShell)
+        except ReferenceError:  # a weak proxy whose object is gone
+            continue
+        if shell:
+            forget_shell(obj)
 
 
 @pytest.fixture
