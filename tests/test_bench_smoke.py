@@ -39,6 +39,7 @@ ROWS = (
 )
 
 
+@pytest.mark.integration
 def test_benchmark_quick_run(tmp_path):
     text, res = _quick(SCRIPT.name, tmp_path)
     for row in ROWS:
@@ -125,6 +126,7 @@ def _quick(name: str, tmp_path: Path, timeout: int = 300) -> tuple[str, object]:
     return proc.stdout, json.loads(out.read_text())
 
 
+@pytest.mark.integration
 def test_guard_benchmark_quick_run(tmp_path):
     text, res = _quick("bench_guards.py", tmp_path)
     assert "stance_magic, per lookup (the report)" in text and "outside clock" in text
@@ -136,6 +138,7 @@ def test_guard_benchmark_quick_run(tmp_path):
     assert res["added_per_call_s"] is not None
 
 
+@pytest.mark.integration
 def test_memory_benchmark_quick_run(tmp_path):
     text, res = _quick("bench_memory.py", tmp_path)
     assert "with -m (cell)" in text and "aot_eager_then_compile vs eager_then_compile" in text
@@ -148,6 +151,7 @@ def test_memory_benchmark_quick_run(tmp_path):
 PANEL_SCRIPT = SCRIPT.parent / "bench_panel.py"
 
 
+@pytest.mark.integration
 def test_panel_benchmark_quick_run(tmp_path):
     """bench_panel.py in a real kernel with tiny counts: it runs, prints every
     row and a verdict, and its figures are positive (timings not asserted)."""
@@ -206,6 +210,7 @@ def test_warm_start_benchmark_quick_run(tmp_path):
     assert tour["saved_bytes"] > 0
 
 
+@pytest.mark.integration
 def test_hook_floor_benchmark_quick_run(tmp_path):
     """bench_hooks.py --quick: every variant runs, and each that counts made
     one count per call and hit (timings not asserted)."""

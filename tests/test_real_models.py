@@ -30,6 +30,8 @@ from conftest import SHAPES_LOGGER, last, run, torch_log
 
 pytest.importorskip("transformers")
 
+pytestmark = pytest.mark.integration  # real models, seconds each
+
 SETUP = """
 import torch, stance_magic, models
 from torch._dynamo.testing import CompileCounterWithBackend

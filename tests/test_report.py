@@ -99,6 +99,7 @@ def test_phases_are_named_by_what_ran(sh):
     assert last(sh).compile_breakdown["aot_autograd"] > 0
 
 
+@pytest.mark.integration
 def test_interrupted_compile_is_not_a_compiled_graph(sh):
     sh.run_cell(
         "def kb(gm, example_inputs):\n"
@@ -119,6 +120,7 @@ def test_interrupted_compile_is_not_a_compiled_graph(sh):
     assert "1 graph compiled" not in str(rep) and "0 graphs compiled" in str(rep)
 
 
+@pytest.mark.integration
 def test_seventy_compiles_in_one_cell_all_counted(sh):
     cc = CompileCounter()
     sh.user_ns["cc"] = cc

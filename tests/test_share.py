@@ -66,6 +66,7 @@ def _tlparse_view(out: Path) -> dict[str, dict]:
     return view
 
 
+@pytest.mark.integration
 @needs_tlparse
 def test_gpt2_cell_trace_read_by_tlparse_equals_the_report(shell, tmp_path, monkeypatch):
     """GPT-2 generating 8 -> 11 tokens under --trace: tlparse's compile ids,
@@ -110,6 +111,7 @@ def test_gpt2_cell_trace_read_by_tlparse_equals_the_report(shell, tmp_path, monk
     assert f"tlparse: {href}" in shown
 
 
+@pytest.mark.integration
 @needs_tlparse
 def test_trace_of_a_cell_leaves_a_process_torch_trace_alone(tmp_path):
     """With TORCH_TRACE set for the process, its trace goes on (with this
@@ -276,6 +278,7 @@ def test_trace_and_timeline_options_are_checked_before_the_cell_runs(sh, tmp_pat
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @needs_tlparse
 def test_bundle_lists_what_a_bug_report_needs_and_nothing_else(sh, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -389,6 +392,7 @@ def test_shorten_paths_as_the_report_does(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @needs_tlparse
 def test_panel_traces_the_next_cell_only(sh, tmp_path, monkeypatch):
     pytest.importorskip("ipywidgets")
@@ -427,6 +431,7 @@ def test_panel_traces_the_next_cell_only(sh, tmp_path, monkeypatch):
         other.close()
 
 
+@pytest.mark.integration
 def test_set_logs_inside_the_cell_keeps_its_trace(sh, tmp_path):
     """torch._logging.set_logs() sets torch's loggers up again and takes its own
     handlers off the trace logger, not ours: the trace goes on to the cell's end."""
