@@ -1,5 +1,9 @@
 # Quick start:   make tour   (set up, run the tour notebook headless, write build/tour.html)
-#                make test   (set up, lint, build the docs, run the whole test suite)
+#                make test   (set up, lint, build the docs, run the whole test suite:
+#                             tests and notebooks, every marker)
+#                make test-fast  (set up, lint, then the unit and magic tests: no docs,
+#                             no notebooks, none marked slow, integration, browser or
+#                             inductor; under 2 minutes on two cores)
 #                make docs   (the documentation site, into build/docs; warnings are errors)
 #                make test-matrix  (the truth-bearing tests on each torch x Python pair)
 PY ?= python3
@@ -7,7 +11,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stance_magic-setup
 
-.PHONY: setup tour test test-matrix lint docs browser clean
+.PHONY: setup tour test test-fast test-matrix lint docs browser clean
 
 setup: $(STAMP)
 
@@ -44,6 +48,15 @@ browser:
 test: setup lint docs browser
 	$(BIN)/python -m pytest -q tests notebooks --nbval-lax \
 		--nbval-sanitize-with notebooks/sanitize.cfg; rc=$$?; \
+		if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+# The fast lane: what pyproject.toml's markers leave out (processes, kernels, real
+# models, notebooks, the docs build, Inductor, the browser, the slow builds) runs in
+# make test and the matrix.
+FAST_MARK := not slow and not integration and not browser and not inductor
+
+test-fast: setup lint
+	$(BIN)/python -m pytest -q -m "$(FAST_MARK)" tests; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 # torch x Python pairs: the oldest supported torch on the oldest Python, releases in

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The torch x Python matrix: for each TORCH@PYTHON pair, a fresh venv outside the
 # repository, torch==TORCH from PyPI and this package with its test extras, the
-# truth-bearing tests (everything but the browser, Binder and Inductor tests:
-# real models, reports, magics, panel, memory, sessions, ranks, robustness), then the venv is deleted.
+# truth-bearing tests (everything but the browser, Binder, wheel and Inductor tests:
+# real models, reports, magics, panel, memory, sessions, ranks, exports; the tests
+# marked integration included), then the venv is deleted.
 #
 #   .ci/matrix.sh                      # every pair of MATRIX_PAIRS (see the Makefile)
 #   .ci/matrix.sh 2.8.0@3.10 2.15.0@3.13

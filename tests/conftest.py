@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
+import inspect
 import logging
+import shutil
+import types
+from typing import Any
 
 import pytest
 import torch
@@ -12,7 +18,13 @@ from IPython.utils.capture import capture_output
 from traitlets.config import Config
 
 import stance_magic
+from stance_magic import probe
 from stance_magic.engine import get_engine
+
+#: torch's records name the user's context of a recompile (``recompile_user_contexts``)
+HAS_CONTEXTS = probe.torch_version() >= probe.RECOMPILE_USER_CONTEXTS_SINCE
+#: ``torch.compile(..., recompile_limit=N)``: a frame's own limit
+HAS_PER_CALL_LIMIT = "recompile_limit" in inspect.signature(torch.compile).parameters
 
 
 @pytest.fixture
@@ -30,6 +42,36 @@ def shell():
     torch.compiler.reset()
     get_engine().clear_history()
     InteractiveShell.clear_instance()
+    forget_shell(sh)
+
+
+def forget_shell(sh: InteractiveShell) -> None:
+    """Do a test shell's exit clean-up now, without its full ``gc.collect()``.
+
+    Each shell registers ``atexit_operations`` (a reset and a full garbage
+    collection): left registered, every shell of a session stays alive with
+    its namespace until exit, and then they take minutes to end. A shell
+    with a history database open is left to IPython's own exit, which
+    closes it."""
+    history = sh.history_manager
+    if history is not None and history.enabled:
+        return
+    atexit.unregister(sh.atexit_operations)
+    for path in getattr(sh, "tempfiles", ()):  # what %edit and the like left
+        path.unlink(missing_ok=True)
+    for folder in getattr(sh, "tempdirs", ()):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Shells made outside the ``shell`` fixture: their exit clean-up too."""
+    for obj in gc.get_objects():
+        try:
+            shell = isinstance(obj, InteractiveShell)
+        except ReferenceError:  # a weak proxy whose object is gone
+            continue
+        if shell:
+            forget_shell(obj)
 
 
 @pytest.fixture
@@ -37,6 +79,28 @@ def sh(shell):
     """The shell with torch and stance_magic imported in the user namespace."""
     shell.run_cell("import torch, stance_magic")
     return shell
+
+
+#: A backend that counts the graphs it compiles and the runs of those graphs
+#: (``compiled_graphs[0]``, ``graph_runs[0]`` in the user namespace): a source
+#: of figures that does not go through stance_magic.
+COUNTING_BACKEND = """
+graph_runs = [0]
+compiled_graphs = [0]
+def counting(gm, example_inputs):
+    compiled_graphs[0] += 1
+    def run(*args):
+        graph_runs[0] += 1
+        return gm.forward(*args)
+    return run
+"""
+
+
+@pytest.fixture
+def counting(sh):
+    """The shell with ``COUNTING_BACKEND`` defined in the user namespace."""
+    sh.run_cell(COUNTING_BACKEND)
+    return sh
 
 
 def last(sh):
@@ -57,6 +121,27 @@ def html_outputs(cap) -> list[str]:
 
 def text_outputs(cap) -> list[str]:
     return [o.data.get("text/plain", "") for o in cap.outputs]
+
+
+def ui(panel: Any) -> types.SimpleNamespace:
+    """A stance panel's parts as the front end has them: the widgets in its
+    tree (``children``, all the way down), each by the CSS class the panel
+    gives it (``sm-stance`` is ``.stance``, ``sm-report-box`` is
+    ``.report``), the heading as ``.title``; the same handles the browser
+    test finds them by. A class that names two widgets is an error."""
+    found: dict[str, Any] = {"title": panel.children[0]}
+    stack = list(panel.children)
+    while stack:
+        w = stack.pop()
+        stack.extend(getattr(w, "children", ()))
+        # ipywidgets keeps a widget's CSS classes in its synced _dom_classes trait
+        for cls in getattr(w, "_dom_classes", ()):
+            if not cls.startswith("sm-") or cls == "sm-quiet":
+                continue
+            name = cls[3:].replace("-", "_").removesuffix("_box")
+            assert name not in found, f"two widgets of the panel have the class {cls}"
+            found[name] = w
+    return types.SimpleNamespace(**found)
 
 
 @pytest.fixture(autouse=True)
@@ -98,7 +183,10 @@ SHAPES_LOGGER = "torch.fx.experimental.symbolic_shapes"
 
 
 __all__ = [
+    "COUNTING_BACKEND",
     "GRAPH_BREAKS_LOGGER",
+    "HAS_CONTEXTS",
+    "HAS_PER_CALL_LIMIT",
     "RECOMPILES_LOGGER",
     "SHAPES_LOGGER",
     "LogMessages",
@@ -108,4 +196,5 @@ __all__ = [
     "stance_magic",
     "text_outputs",
     "torch_log",
+    "ui",
 ]

@@ -4,7 +4,7 @@ A JupyterLab server (this venv's ``jupyter lab``) runs on a free localhost
 port with a token, in a temporary directory holding a generated notebook and
 its own Jupyter config, data, settings and workspace folders, set up so that
 nothing reaches the network. Playwright drives Debian's Chromium through what
-a user does with the panel while experimenting (issue 13):
+a user does with the panel while experimenting:
 
 - the time of a trivial cell with watch on, a panel open against none open;
 - watch on (its message), a compiling cell (the one-line summary of the

@@ -1,11 +1,14 @@
-"""From counts to causes (issue 19): the recompile budget and the notebook's
-own recompile traps, each checked against a real recompile of its kind and
-torch's own ``recompiles`` log records (the guard text the cause is read
-from), and the code object's cache entries (the budget)."""
+"""From counts to causes: every guard that failed in a recompile (and the
+hint that follows the one that matters), the recompile budget, the notebook's
+own recompile traps, graph breaks and dynamic dimensions, each checked
+against a real recompile of its kind and torch's own ``recompiles`` log
+records (the guard text the cause is read from), and the code object's
+cache entries (the budget)."""
 
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 import torch
@@ -413,3 +416,44 @@ def test_mark_dynamic_specialized_explains_the_failed_cell(sh):
     rep = last(sh)
     (note,) = [n for n in rep.notes if "marked dynamic" in n]
     assert "specialized it to be a constant (8)" in note
+
+
+def failures(messages: list[str]) -> list[list[str]]:
+    """Each recompile's guard failures, as torch's recompiles records list them."""
+    entry = re.compile(r"^- \d+/\d+: ")  # torch indents each entry's text with "- "
+    out = []
+    for msg in messages:
+        lines = [ln.strip() for ln in msg.splitlines()]
+        out.append([ln[2:] for ln in lines if entry.match(ln)])
+    return out
+
+
+def test_every_failed_guard_is_shown_and_the_hint_follows_the_one_that_matters(
+    sh, torch_recompiles
+):
+    sh.run_cell(
+        "SCALE = 2.0\n"
+        "@torch.compile(backend='eager', dynamic=False)\n"
+        "def f(x):\n"
+        "    return x * SCALE\n"
+        "for n in (2, 3, 4):\n"
+        "    f(torch.ones(n))\n"
+    )
+    torch_recompiles.clear()
+    res, cap = run(sh, "%%stance default --no-plot\nSCALE = 5.0\nf(torch.ones(2))")
+    assert res.success
+    rep = last(sh)
+    (torch_failures,) = failures(torch_recompiles)
+    assert len(torch_failures) == 3
+    (rc,) = rep.recompile_details
+    ours = [f.reason for f in rc.failures]
+    # the same three failures, each entry's, in torch's order
+    assert [t.split("  #")[0].strip() for t in torch_failures] == ours
+    assert any("G['SCALE'] == 2.0" in r for r in ours)
+    assert rc.reason == ours[0]  # torch's record keeps only the first
+    text = str(rep)
+    for r in ours:
+        assert r in text
+    hints = rep.advice()
+    assert not any("eager_then_compile" in h or "mark_dynamic" in h for h in hints)
+    assert any("SCALE" in h and "tensor" in h for h in hints)

@@ -1,4 +1,7 @@
-"""--compare, --repeat, --sweep, plots and advice (issue 4)."""
+"""--compare, --repeat, --sweep: timings against an independent clock, the
+steady state and its spread, break-even, the notices they print, the limit
+on --repeat; the per-cell and history plots (and what a terminal gets
+instead); the advice read from real cells and from reports."""
 
 from __future__ import annotations
 
@@ -72,6 +75,15 @@ def test_compare_repeat_numbers_against_independent_timing(sh):
     assert len(images(cap)) == 1
 
 
+@pytest.mark.parametrize("count", ["99999999999999999999", "10001"])
+def test_absurd_repeat_is_refused_before_the_cell_runs(shell, count):
+    res, _ = run(shell, f"%%stance default --compare --repeat {count}\nside_effect = 1")
+    err = res.error_in_exec
+    assert type(err).__name__ == "UsageError"
+    assert "10,000" in str(err) and "\n" not in str(err)
+    assert "side_effect" not in shell.user_ns
+
+
 def test_compare_never_pays_off(sh):
     sh.run_cell(
         "import time\n"
@@ -109,6 +121,41 @@ def test_steady_state_statistics():
     assert break_even(1.0, 2.0, 2.0) is None
 
 
+def test_compare_defaults_to_a_steady_state_and_flags_a_wide_spread(shell):
+    # eager runs alternate 2 ms / 20 ms: no steady state to trust
+    shell.run_cell(
+        "import time, torch\n"
+        "ticks = []\n"
+        "def jumpy(x):\n"
+        "    if not torch.compiler.is_compiling():\n"
+        "        ticks.append(1)\n"
+        "        time.sleep(0.02 if len(ticks) % 2 else 0.002)\n"
+        "    return x + 1\n"
+        "cj = torch.compile(jumpy, backend='eager')\n"
+    )
+    res, _ = run(shell, "%%stance default --compare --no-plot -q\ncj(torch.ones(2))")
+    assert res.success, res.error_in_exec
+    rep = stance_magic.get_engine().history[-1]
+    assert len(rep.compare.runs["eager"]) == len(rep.compare.runs["compiled"]) == 5
+    assert any("eager: spread too wide" in n for n in rep.notes), rep.notes
+
+
+def test_a_wide_spread_over_few_runs_is_flagged():
+    few = Steady.of([5.0, 1.0, 1.5], "eager")  # two steady runs, 50 % apart
+    assert few.warning and "spread too wide" in few.warning
+    assert Steady.of([5.0, 1.0, 1.02, 1.01], "eager").warning is None
+
+
+def test_break_even_of_one_run_is_singular():
+    rep = CellReport(
+        compare=Comparison(eager_s=2.0, compiled_s=1.0, speedup=2.0, break_even_calls=1)
+    )
+    text = str(rep)
+    assert "break-even           1 run" in text and "1 runs" not in text
+    rep = replace(rep, compare=replace(rep.compare, break_even_calls=3))
+    assert "3 runs" in str(rep)
+
+
 def test_sweep_every_stance_from_cold(sh):
     sh.run_cell("sw = torch.compile(lambda x: x.relu() + 1, backend='eager', dynamic=False)")
     run(sh, "%%stance default -q\nsw(torch.ones(2))")  # warm: the sweep must not reuse it
@@ -142,6 +189,20 @@ def test_sweep_with_a_list_and_bad_names(sh):
     assert type(res.error_in_exec).__name__ == "UsageError"
 
 
+@pytest.mark.parametrize("opts", ["default --compare --repeat 2", "--sweep default,force_eager"])
+def test_repeat_notices_are_displayed_not_written_to_stderr(shell, opts):
+    shell.run_cell("import torch\nnt = torch.compile(lambda x: x + 5, backend='eager')")
+    res, cap = run(shell, f"%%stance {opts} --no-plot\nnt(torch.ones(2))")
+    assert res.success, res.error_in_exec
+    assert "repeat" not in cap.stderr
+    notices = [o.data for o in cap.outputs if "side effects repeat" in o.data["text/plain"]]
+    assert len(notices) == 1
+    assert notices[0]["text/plain"].startswith("stance_magic: ")
+    assert "side effects repeat" in notices[0]["text/html"]
+    _, cap = run(shell, f"%%stance {opts} -q\nnt(torch.ones(2))")
+    assert not cap.outputs and "repeat" not in cap.stdout + cap.stderr
+
+
 def test_plots_once_per_cell_and_off_switch(sh):
     sh.run_cell("pp = torch.compile(lambda x: x - 2, backend='eager')")
     _, cap = run(sh, "%%stance default\npp(torch.ones(2))")
@@ -161,6 +222,16 @@ def test_terminal_without_images_gets_text_only(sh):
     assert not images(cap)
     assert not any("chart]" in t for t in text_outputs(cap))
     assert any("stance_magic report" in t for t in text_outputs(cap))
+
+
+def test_history_plot_in_a_terminal_says_why_there_is_no_chart(shell):
+    shell.display_formatter.active_types = ["text/plain"]  # as a terminal IPython
+    run(shell, "%%stance -q\nx = 1")
+    _, cap = run(shell, "%stance history --plot")
+    why = [ln for ln in cap.stdout.splitlines() if "chart" in ln]
+    assert len(why) == 1 and "text only" in why[0], cap.stdout
+    assert "cell  In" in cap.stdout  # the table itself still shows
+    assert not [o for o in cap.outputs if "image/png" in o.data]
 
 
 def test_recompile_hint_from_a_real_cell(sh):

@@ -99,6 +99,7 @@ def _site(tmp_path: Path, broken: bool) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.integration
 def test_docs_build_passes_clean_and_fails_on_each_mistake(tmp_path):
     clean = _site(tmp_path, broken=False)
     assert clean.returncode == 0, clean.stdout

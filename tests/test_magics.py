@@ -1,4 +1,9 @@
-"""The %stance / %%stance magics in a real InteractiveShell (issue 2)."""
+"""The %stance / %%stance magics in a real InteractiveShell: a cell runs
+under its stance and the previous one comes back (after an error, a syntax
+error, an interrupt), the session stance, backends, one-line usage errors
+before the cell runs, help, load/reload/unload, and a stance cell that
+behaves as a plain cell (IPython syntax, tracebacks, top-level await, a
+coroutine shown and not run)."""
 
 from __future__ import annotations
 
@@ -339,6 +344,26 @@ def test_top_level_await_in_a_stance_cell(shell):
     res, _ = run(shell, "%%stance force_eager -q\nx = await three()\nx + 1")
     assert res.success, res.error_in_exec
     assert shell.user_ns["x"] == 3 and res.result == 4
+
+
+def test_a_coroutine_call_is_shown_not_run_as_in_a_plain_cell(shell):
+    import inspect
+
+    shell.run_cell("ran = []\nasync def job():\n    ran.append(1)\n    return 5")
+    plain, _ = run(shell, "job()")
+    magic, cap = run(shell, "%%stance -q\njob()")
+    try:
+        assert inspect.iscoroutine(plain.result)
+        assert inspect.iscoroutine(magic.result), magic.result
+        assert "coroutine object" in cap.stdout
+        assert shell.user_ns["ran"] == []
+    finally:
+        for r in (plain.result, magic.result):
+            if inspect.iscoroutine(r):
+                r.close()
+    # only a top-level await is awaited
+    res, _ = run(shell, "%%stance -q\nawait job()")
+    assert res.result == 5 and shell.user_ns["ran"] == [1]
 
 
 def test_line_flags_keep_the_session_stance(shell):

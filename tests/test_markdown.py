@@ -12,8 +12,9 @@ docs build use) and fails on
   empty or ``markdown``: a section that renders as code.
 
 The README's links into this repository (GitHub and raw URLs, which work on
-GitHub and on PyPI alike) must name files that exist, and the README stays
-a user's page: short.
+GitHub and on PyPI alike) must name files that exist, the README stays a
+user's page: short, and every ``python`` block of the README and the docs
+pastes as notebook cells (a cell magic only on a cell's first line).
 """
 
 from __future__ import annotations
@@ -78,8 +79,9 @@ def test_the_checks_catch_each_mistake():
     assert problems(fine) == [], problems(fine)
 
 
-def test_the_old_readme_would_fail():
-    # the README before the docs moved out had "``` The figure is" (issue 28)
+def test_a_fence_line_with_text_that_swallows_a_heading_is_caught():
+    # "``` The figure is" does not close the bash block: the heading after it
+    # would render as code
     old = (
         "Lookups.\n\n```bash\n.venv/bin/python benchmarks/bench_nested.py\n"
         "``` The figure is\nnamed *cache lookups*.\n\n"
@@ -117,3 +119,18 @@ def test_readme_is_a_users_page():
     # measurement logs belong in git history, not in what a user reads first
     assert not re.search(r"\b(commit [0-9a-f]{7}|20\d\d-\d\d-\d\d)\b", text)
     assert "the main before" not in text and "Before this rework" not in text
+
+
+def test_readme_code_blocks_paste_as_cells():
+    text = (ROOT / "README.md").read_text()
+    pages = [text] + [p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))]
+    blocks = [b for page in pages for b in re.findall(r"```python\n(.*?)```", page, flags=re.S)]
+    assert blocks
+    for block in blocks:
+        lines = block.splitlines()
+        # a cell magic works only on the first line of a cell: one block per cell
+        # (or on the first line of the body of another cell magic: %%px runs
+        # its body, %%stance first, on the engines)
+        body = lines[2:] if lines and lines[0].startswith("%%px") else lines[1:]
+        assert not [ln for ln in body if ln.startswith("%%")], block
+    assert "first Inductor compile" in text and "20–30 s" in text

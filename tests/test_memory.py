@@ -1,4 +1,4 @@
-"""Memory per measured cell (-m), each figure against an independent count (issue 11)."""
+"""Memory per measured cell (-m), each figure against an independent count."""
 
 from __future__ import annotations
 
@@ -69,6 +69,7 @@ needs_linked_callbacks = pytest.mark.skipif(
 )
 
 
+@pytest.mark.integration
 @needs_linked_callbacks
 def test_aot_eager_then_compile_first_call_needs_less_memory(sh):
     """The reason aot_eager_then_compile exists, on a training step (torch's
@@ -90,6 +91,7 @@ def test_aot_eager_then_compile_first_call_needs_less_memory(sh):
     assert "first-run memory: aot_eager_then_compile peaked at" in text
 
 
+@pytest.mark.integration
 @needs_linked_callbacks
 def test_compare_gives_eager_first_and_steady_peaks(sh):
     sh.run_cell(TRAIN)

@@ -1,5 +1,9 @@
 """The widget panel, driven through its traits next to a real IPython shell.
 
+Its controls and areas are reached as the front end has them: in the
+panel's widget tree, by the CSS class the panel gives each (``ui(p).stance``
+is the widget of class ``sm-stance``; see ``conftest.ui``).
+
 The panel is built with ``stance_magic.panel()`` (no shell: a plain
 InteractiveShell has no Jupyter kernel, so ``%stance panel`` itself refuses
 there, as tested below); the shell runs the cells and the magics. Nothing of
@@ -20,6 +24,8 @@ import stance_magic
 from stance_magic.engine import SKIP_GUARD_WARNING, get_engine
 from stance_magic.stance import make_stance
 from stance_magic.widget import NO_BACKEND, PanelUnavailable, StancePanel
+
+from conftest import ui
 
 widgets = pytest.importorskip("ipywidgets")
 
@@ -77,14 +83,14 @@ def events() -> Any:
 def test_builds_without_a_shell_and_shows_the_engine_state(make_panel: Any) -> None:
     p = make_panel()
     assert isinstance(p, widgets.VBox)
-    assert tuple(p._stance.options) == stance_magic.supported_stances()
-    assert p._stance.value == "default"
-    assert p._backend.value == NO_BACKEND
-    labels = [label for label, _ in p._backend.options]
+    assert tuple(ui(p).stance.options) == stance_magic.supported_stances()
+    assert ui(p).stance.value == "default"
+    assert ui(p).backend.value == NO_BACKEND
+    labels = [label for label, _ in ui(p).backend.options]
     assert labels[0] == NO_BACKEND and "eager" in labels and "inductor" in labels
-    assert p._skip_guard.value is False and p._watch.value is False
+    assert ui(p).skip_guard.value is False and ui(p).watch.value is False
     assert repr(p) == "StancePanel(session=default, watch=off)"
-    assert "No measured cell yet" in p._live.titles[0]
+    assert "No measured cell yet" in ui(p).live.titles[0]
     assert not p.expanded  # compact until opened
     # Only backends that can run here are offered.
     assert not {"tvm", "openxla", "ts", "aot_ts"} & set(labels)
@@ -93,9 +99,9 @@ def test_builds_without_a_shell_and_shows_the_engine_state(make_panel: Any) -> N
 
 def test_dropdown_sets_what_the_next_cell_runs_under(ip: Any, make_panel: Any) -> None:
     p = make_panel()
-    p._stance.value = "force_eager"
+    ui(p).stance.value = "force_eager"
     assert get_engine().session == make_stance("force_eager")
-    assert "session stance: force_eager (was: default)" in p._message.value
+    assert "session stance: force_eager (was: default)" in ui(p).message.value
     run(ip, "s = stance_magic.current_stance()")
     assert ip.user_ns["s"].name == "force_eager"
     assert "session stance: force_eager" in run(ip, "%stance").stdout
@@ -103,29 +109,29 @@ def test_dropdown_sets_what_the_next_cell_runs_under(ip: Any, make_panel: Any) -
     run(ip, "%stance watch on")
     run(ip, "y = f(x)")
     assert get_engine().history[-1].compiles == 0
-    assert p._watch.value is True
+    assert ui(p).watch.value is True
 
 
 def test_magics_move_the_controls(ip: Any, make_panel: Any) -> None:
     p = make_panel()
-    assert p._backend_note.layout.display == "none"
+    assert ui(p).backend_note.layout.display == "none"
     run(ip, "%stance eager_on_recompile")
-    assert p._stance.value == "eager_on_recompile"
-    assert p._backend.disabled
+    assert ui(p).stance.value == "eager_on_recompile"
+    assert ui(p).backend.disabled
     # Why it is disabled is visible text (tooltips do not render).
-    assert p._backend_note.layout.display != "none"
-    assert "only under the default stance" in p._backend_note.value
+    assert ui(p).backend_note.layout.display != "none"
+    assert "only under the default stance" in ui(p).backend_note.value
     run(ip, "%stance default -b eager")
-    assert (p._stance.value, p._backend.value) == ("default", "eager")
-    assert not p._backend.disabled
+    assert (ui(p).stance.value, ui(p).backend.value) == ("default", "eager")
+    assert not ui(p).backend.disabled
     run(ip, "%stance -u")
-    assert p._skip_guard.value is True
-    assert p._skip_warning.layout.display != "none"
+    assert ui(p).skip_guard.value is True
+    assert ui(p).skip_warning.layout.display != "none"
     run(ip, "%stance default")
-    assert (p._backend.value, p._skip_guard.value) == (NO_BACKEND, False)
+    assert (ui(p).backend.value, ui(p).skip_guard.value) == (NO_BACKEND, False)
     # A direct torch call in a cell is picked up after the cell (engine.sync).
     run(ip, "torch.compiler.set_stance('fail_on_recompile')")
-    assert p._stance.value == "fail_on_recompile"
+    assert ui(p).stance.value == "fail_on_recompile"
 
 
 def test_no_feedback_loop(ip: Any, make_panel: Any, events: list[Any]) -> None:
@@ -134,75 +140,75 @@ def test_no_feedback_loop(ip: Any, make_panel: Any, events: list[Any]) -> None:
     run(ip, "%stance force_eager")
     assert [e for e, _ in events] == ["session"]
     events.clear()
-    p._stance.value = "default"
+    ui(p).stance.value = "default"
     assert [e for e, _ in events] == ["session", "note"]  # the note: what every panel says
     events.clear()
-    p._stance.value = "default"  # no change, no event
+    ui(p).stance.value = "default"  # no change, no event
     run(ip, "%stance default -q")
     assert events == []
 
 
 def test_two_panels_agree(ip: Any, make_panel: Any) -> None:
     a, b = make_panel(), make_panel()
-    a._stance.value = "eager_then_compile"
-    assert b._stance.value == "eager_then_compile"
-    b._watch.value = True
-    assert a._watch.value is True and get_engine().watch
-    b._stance.value = "default"
-    b._backend.value = "aot_eager"
-    assert (a._stance.value, a._backend.value) == ("default", "aot_eager")
+    ui(a).stance.value = "eager_then_compile"
+    assert ui(b).stance.value == "eager_then_compile"
+    ui(b).watch.value = True
+    assert ui(a).watch.value is True and get_engine().watch
+    ui(b).stance.value = "default"
+    ui(b).backend.value = "aot_eager"
+    assert (ui(a).stance.value, ui(a).backend.value) == ("default", "aot_eager")
     run(ip, "%stance watch off")
-    assert a._watch.value is False and b._watch.value is False
+    assert ui(a).watch.value is False and ui(b).watch.value is False
     run(ip, "y = f(x)")
-    a._skip_guard.value = True
-    assert b._skip_guard.value is True
-    assert SKIP_GUARD_WARNING in b._skip_warning.value
+    ui(a).skip_guard.value = True
+    assert ui(b).skip_guard.value is True
+    assert SKIP_GUARD_WARNING in ui(b).skip_warning.value
 
 
 def test_skip_guard_checkbox_and_its_warning(ip: Any, make_panel: Any) -> None:
     p = make_panel()
-    assert p._skip_warning.layout.display == "none"
-    p._skip_guard.value = True
+    assert ui(p).skip_warning.layout.display == "none"
+    ui(p).skip_guard.value = True
     assert get_engine().session == make_stance("default", True)
-    assert p._skip_warning.layout.display != "none"
-    assert SKIP_GUARD_WARNING in p._skip_warning.value
+    assert ui(p).skip_warning.layout.display != "none"
+    assert SKIP_GUARD_WARNING in ui(p).skip_warning.value
     run(ip, "s = stance_magic.current_stance()")
     assert ip.user_ns["s"].skip_guard_eval_unsafe is True
-    p._skip_guard.value = False
+    ui(p).skip_guard.value = False
     assert get_engine().session == make_stance("default")
-    assert p._skip_warning.layout.display == "none"
+    assert ui(p).skip_warning.layout.display == "none"
 
 
 def test_backend_chooser(ip: Any, make_panel: Any) -> None:
     p = make_panel()
-    p._backend.value = "eager"
+    ui(p).backend.value = "eager"
     assert get_engine().session == make_stance("default", backend="eager")
     run(ip, "%%stance\ny = f(x)")
     assert get_engine().history[-1].backend == "eager"
-    assert "default (backend=eager)" in p._live.titles[0]
+    assert "default (backend=eager)" in ui(p).live.titles[0]
 
     # A non-default stance drops the backend (torch refuses the combination),
     # and every open panel says so, not only the one clicked.
     other = make_panel()
-    p._stance.value = "force_eager"
+    ui(p).stance.value = "force_eager"
     assert get_engine().session == make_stance("force_eager")
-    assert p._backend.value == NO_BACKEND and p._backend.disabled
-    assert "backend eager dropped" in p._message.value
-    assert p._message.value == other._message.value
+    assert ui(p).backend.value == NO_BACKEND and ui(p).backend.disabled
+    assert "backend eager dropped" in ui(p).message.value
+    assert ui(p).message.value == ui(other).message.value
 
     # Forcing one anyway is explained and undone, never left to the next cell.
-    p._backend.value = "eager"
-    assert p._backend.value == NO_BACKEND
+    ui(p).backend.value = "eager"
+    assert ui(p).backend.value == NO_BACKEND
     assert get_engine().session == make_stance("force_eager")
-    assert "not applied" in p._message.value and "default" in p._message.value
+    assert "not applied" in ui(p).message.value and "default" in ui(p).message.value
     run(ip, "y = f(x)")
 
     # A callable backend from the notebook shows by name.
     run(ip, "def mybackend(gm, example_inputs):\n    return gm.forward\n")
     run(ip, "%stance default -b mybackend")
-    assert p._backend.label == "mybackend (callable)"
-    assert p._backend.value is ip.user_ns["mybackend"]
-    p._skip_guard.value = True  # keeps the callable backend
+    assert ui(p).backend.label == "mybackend (callable)"
+    assert ui(p).backend.value is ip.user_ns["mybackend"]
+    ui(p).skip_guard.value = True  # keeps the callable backend
     assert get_engine().session.backend is ip.user_ns["mybackend"]
 
 
@@ -212,30 +218,30 @@ def test_reset_button_and_live_report(ip: Any, make_panel: Any) -> None:
     run(ip, "%%stance\ny = f(x)")
     run(ip, "%%stance\ny = f(x)")
     assert get_engine().history[-1].compiles == 0
-    p._reset.click()
-    assert "compiled code forgotten" in p._message.value
+    ui(p).reset.click()
+    assert "compiled code forgotten" in ui(p).message.value
     run(ip, "%%stance\ny = f(x)")
     rep = get_engine().history[-1]
     assert rep.compiles == 1
-    assert p._live.titles[0].startswith(f"In [{rep.execution_count}] · default")
-    assert rep._repr_html_() in p._report.value
-    assert p._chart.value[:8] == b"\x89PNG\r\n\x1a\n"
-    assert p._chart.layout.display != "none"
+    assert ui(p).live.titles[0].startswith(f"In [{rep.execution_count}] · default")
+    assert rep._repr_html_() in ui(p).report.value
+    assert ui(p).chart.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ui(p).chart.layout.display != "none"
 
 
 def test_watch_toggle(ip: Any, make_panel: Any) -> None:
     p, other = make_panel(), make_panel()
-    p._watch.value = True
+    ui(p).watch.value = True
     assert get_engine().watch is True
-    assert "watch on: every cell is measured" in p._message.value
-    assert other._message.value == p._message.value
+    assert "watch on: every cell is measured" in ui(p).message.value
+    assert ui(other).message.value == ui(p).message.value
     n = len(get_engine().history)
     run(ip, "y = f(x + 1)")
     assert len(get_engine().history) == n + 1
-    assert p._live.titles[0].startswith(f"In [{get_engine().history[-1].execution_count}] ·")
+    assert ui(p).live.titles[0].startswith(f"In [{get_engine().history[-1].execution_count}] ·")
     run(ip, "%stance watch off")  # this cell is still watched
-    assert p._watch.value is False
-    assert "watch off: only %%stance cells are measured" in other._message.value
+    assert ui(p).watch.value is False
+    assert "watch off: only %%stance cells are measured" in ui(other).message.value
     n = len(get_engine().history)
     run(ip, "y = f(x)")
     assert len(get_engine().history) == n
@@ -243,42 +249,42 @@ def test_watch_toggle(ip: Any, make_panel: Any) -> None:
 
 def test_stance_cell_shows_its_stance_without_moving_the_dropdown(ip: Any, make_panel: Any) -> None:
     p = make_panel()
-    ip.user_ns["p"] = p
-    run(ip, "%%stance force_eager\ntitle_inside = p._live.titles[0]\ny = f(x)")
+    ip.user_ns.update(p=p, ui=ui)
+    run(ip, "%%stance force_eager\ntitle_inside = ui(p).live.titles[0]\ny = f(x)")
     assert ip.user_ns["title_inside"].startswith("a %%stance cell is running under force_eager")
     assert "the session stays default" in ip.user_ns["title_inside"]
-    assert p._stance.value == "default"
-    assert "force_eager (its own; session: default)" in p._live.titles[0]
+    assert ui(p).stance.value == "default"
+    assert "force_eager (its own; session: default)" in ui(p).live.titles[0]
     p.expand()
-    assert "force_eager" in p._report.value
+    assert "force_eager" in ui(p).report.value
     run(ip, "%%stance\ny = f(x)")
-    assert "its own" not in p._live.titles[0]
+    assert "its own" not in ui(p).live.titles[0]
 
 
 def test_change_during_a_cell_applies_to_the_next_cell(ip: Any, make_panel: Any) -> None:
-    ip.user_ns["p"] = make_panel()
+    ip.user_ns.update(p=make_panel(), ui=ui)
     run(
         ip,
         "%%stance eager_on_recompile\n"
-        "p._stance.value = 'force_eager'\n"
+        "ui(p).stance.value = 'force_eager'\n"
         "inside = stance_magic.current_stance()\n"
-        "said = p._message.value\n",
+        "said = ui(p).message.value\n",
     )
     assert ip.user_ns["inside"].name == "eager_on_recompile"
     assert "from the next cell (a cell is running)" in ip.user_ns["said"]
     # When the cell has ended, the message says the change is in effect.
     assert "session stance: force_eager, chosen while the last cell ran, is in effect now" in (
-        ip.user_ns["p"]._message.value
+        ui(ip.user_ns["p"]).message.value
     )
     assert stance_magic.current_stance().name == "force_eager"
-    assert ip.user_ns["p"]._stance.value == "force_eager"
+    assert ui(ip.user_ns["p"]).stance.value == "force_eager"
 
 
 def test_close_stops_following_the_engine(ip: Any, make_panel: Any) -> None:
     p = make_panel()
     p.close()
     run(ip, "%stance force_eager")
-    assert p._stance.value == "default"
+    assert ui(p).stance.value == "default"
     assert repr(p) == "StancePanel(closed)"
     p.close()  # twice is fine
 
@@ -317,7 +323,7 @@ def test_package_attribute_is_the_function_whatever_the_import_order(make_panel:
     assert isinstance(make_panel(), StancePanel)
 
 
-# -- issue 13: cost per cell, readable chart, compact, honest, one notation ----
+# -- cost per cell, readable chart, compact, honest, one notation ---------------
 
 
 def _count_sends(monkeypatch: pytest.MonkeyPatch, panel: StancePanel) -> list[str]:
@@ -347,12 +353,12 @@ def test_a_watched_cell_without_compiled_code_costs_the_panel_nothing(
     p.expand()
     run(ip, "%stance watch on")
     run(ip, "y = f(x)")  # compiles: shown
-    title = p._live.titles[0]
+    title = ui(p).live.titles[0]
     sent = _count_sends(monkeypatch, p)
     for _ in range(5):
         run(ip, "z = 1")  # measured (watch), then left out of the history
     assert sent == []  # nothing redrawn, nothing even sent
-    assert p._live.titles[0] == title
+    assert ui(p).live.titles[0] == title
 
 
 def test_collapsed_panel_updates_one_line_and_draws_on_opening(
@@ -372,26 +378,26 @@ def test_collapsed_panel_updates_one_line_and_draws_on_opening(
     run(ip, "%%stance\ny = f(x)")
     rep = get_engine().history[-1]
     assert rep.compiles == 1
-    assert p._live.titles[0].startswith(f"In [{rep.execution_count}] · default · ")
-    assert "1 compile (" in p._live.titles[0]
-    assert p._report.value == "" and p._chart.value == b"" and drawn == []
+    assert ui(p).live.titles[0].startswith(f"In [{rep.execution_count}] · default · ")
+    assert "1 compile (" in ui(p).live.titles[0]
+    assert ui(p).report.value == "" and ui(p).chart.value == b"" and drawn == []
     p.expand()  # opening fills in the report and draws the chart once
-    assert rep._repr_html_() in p._report.value
-    assert p._chart.value[:8] == b"\x89PNG\r\n\x1a\n" and len(drawn) == 1
+    assert rep._repr_html_() in ui(p).report.value
+    assert ui(p).chart.value[:8] == b"\x89PNG\r\n\x1a\n" and len(drawn) == 1
     # A warm cell (cache hits only) changes nothing compiled: summary and
     # report follow it, the chart is not redrawn.
     run(ip, "%%stance\ny = f(x)")
     warm = get_engine().history[-1]
     assert warm.compiles == 0 and warm.cache_hits == 1
-    assert "nothing compiled, 1 cache hit" in p._live.titles[0]
-    assert warm._repr_html_() in p._report.value and len(drawn) == 1
+    assert "nothing compiled, 1 cache hit" in ui(p).live.titles[0]
+    assert warm._repr_html_() in ui(p).report.value and len(drawn) == 1
     # A stance change is a change: redrawn.
     run(ip, "%%stance force_eager\ny = f(x)")
     assert len(drawn) == 2
     # Two panels share one drawing.
     q = make_panel()
     q.expand()
-    assert q._chart.value == p._chart.value and len(drawn) == 2
+    assert ui(q).chart.value == ui(p).chart.value and len(drawn) == 2
 
 
 def test_history_chart_is_sized_bounded_and_labelled() -> None:
@@ -445,10 +451,10 @@ def test_one_notation_for_a_stance(ip: Any, make_panel: Any) -> None:
     assert f"session stance: {want} (was: default)" in out
     assert stance_text("default", True, "eager") == want
     assert str(get_engine().session) == want
-    assert f"session stance: {html.escape(want)}" in p._message.value
+    assert f"session stance: {html.escape(want)}" in ui(p).message.value
     run(ip, "%%stance\nz = 1")  # (compiling now would raise: skip_guard_eval_unsafe)
     rep = get_engine().history[-1]
-    assert f"· {want} ·" in p._live.titles[0] == summary_line(rep)
+    assert f"· {want} ·" in ui(p).live.titles[0] == summary_line(rep)
     assert f"<td>{want}</td>" in rep._repr_html_()
     assert f"stance               {want}" in str(rep)
 
@@ -470,18 +476,18 @@ def test_backends_that_cannot_run_are_not_offered_and_are_refused(ip: Any, make_
     assert "cannot run here" in str(result.error_in_exec) or "cannot run here" in cap.stderr
     assert get_engine().session == make_stance("default")
     p = make_panel()
-    offered = [v for _, v in p._backend.options]
+    offered = [v for _, v in ui(p).backend.options]
     assert offered[:3] == [NO_BACKEND, "inductor", "eager"] and "tvm" not in offered
 
 
 def test_reset_under_skip_guard_says_what_torch_will_do(ip: Any, make_panel: Any) -> None:
     p = make_panel()
     run(ip, "y = f(x)")  # warm
-    p._skip_guard.value = True
-    p._reset.click()
-    assert "the next call of a compiled function raises RuntimeError" in p._message.value
-    assert "Recompilation triggered with skip_guard_eval_unsafe" in p._message.value
-    assert "compiles from cold" not in p._message.value
+    ui(p).skip_guard.value = True
+    ui(p).reset.click()
+    assert "the next call of a compiled function raises RuntimeError" in ui(p).message.value
+    assert "Recompilation triggered with skip_guard_eval_unsafe" in ui(p).message.value
+    assert "compiles from cold" not in ui(p).message.value
     # ... which is what real torch does:
     with capture_output():
         result = ip.run_cell("y = f(x)")
@@ -489,9 +495,9 @@ def test_reset_under_skip_guard_says_what_torch_will_do(ip: Any, make_panel: Any
     assert "Recompilation triggered with skip_guard_eval_unsafe" in str(result.error_in_exec)
     # %stance reset says the same.
     assert "raises RuntimeError" in run(ip, "%stance reset").stdout
-    p._skip_guard.value = False
-    p._reset.click()
-    assert "compiled code forgotten (torch.compiler.reset()); history kept" in p._message.value
+    ui(p).skip_guard.value = False
+    ui(p).reset.click()
+    assert "compiled code forgotten (torch.compiler.reset()); history kept" in ui(p).message.value
 
 
 def test_a_change_held_back_by_a_running_cell_says_so(ip: Any, make_panel: Any) -> None:
@@ -512,28 +518,28 @@ def test_a_change_held_back_by_a_running_cell_says_so(ip: Any, make_panel: Any) 
     p.engine.cells.last_end = time.time() - 1  # the change was made 3 s before that cell ended
     ip.kernel = Kernel()
     try:
-        p._stance.value = "force_eager"
+        ui(p).stance.value = "force_eager"
     finally:
         del ip.kernel
-    msg = p._message.value
+    msg = ui(p).message.value
     assert "session stance: force_eager (was: default); chosen while a cell was running" in msg
     assert "(it ran under default): applies from the next cell" in msg
     # A change made after the last cell ended is not "held back".
     p.engine.cells.last_end = time.time() - 10
     ip.kernel = Kernel()
     try:
-        p._stance.value = "default"
+        ui(p).stance.value = "default"
     finally:
         del ip.kernel
-    assert "chosen" not in p._message.value
-    assert "session stance: default (was: force_eager)" in p._message.value
+    assert "chosen" not in ui(p).message.value
+    assert "session stance: default (was: force_eager)" in ui(p).message.value
 
 
 def test_theme_css_and_the_notes_that_need_no_kernel(make_panel: Any) -> None:
     from stance_magic.widget import BUSY_NOTE, CSS, RESTART_NOTE
 
     p = make_panel()
-    assert CSS in p._title.value
+    assert CSS in ui(p).title.value
     for var in (
         "--jp-ui-font-color1",
         "--jp-border-color2",
@@ -549,8 +555,8 @@ def test_theme_css_and_the_notes_that_need_no_kernel(make_panel: Any) -> None:
     assert 'data-jp-theme-light="false"' in CSS and "invert(1)" in CSS  # the chart in dark
     assert "jupyter-widgets-disconnected" in CSS and "sm-restart" in CSS
     assert 'data-status="busy"' in CSS and ":focus-within" in CSS
-    assert BUSY_NOTE in p._notes.value.replace("&#x27;", "'")
-    assert RESTART_NOTE in p._notes.value.replace("&#x27;", "'")
+    assert BUSY_NOTE in ui(p).notes.value.replace("&#x27;", "'")
+    assert RESTART_NOTE in ui(p).notes.value.replace("&#x27;", "'")
 
 
 def test_a_change_from_another_thread_while_a_cell_runs_waits_for_the_cell(
@@ -559,7 +565,7 @@ def test_a_change_from_another_thread_while_a_cell_runs_waits_for_the_cell(
     """JupyterLab >= 4.6 with ipykernel 7 sends widget messages over a kernel
     subshell: the kernel handles them in another thread while a cell runs.
     Such a change says so at once and applies when the cell ends."""
-    ip.user_ns["p"] = make_panel()
+    ip.user_ns.update(p=make_panel(), ui=ui)
     run(ip, "y = f(x)")  # compiled, warm
     run(
         ip,
@@ -568,18 +574,18 @@ def test_a_change_from_another_thread_while_a_cell_runs_waits_for_the_cell(
         "    t = threading.Thread(target=fn)\n"
         "    t.start()\n"
         "    t.join()\n"
-        "later(lambda: setattr(p._stance, 'value', 'force_eager'))\n"
+        "later(lambda: setattr(ui(p).stance, 'value', 'force_eager'))\n"
         "inside = stance_magic.current_stance().name\n"
-        "said = p._message.value\n"
-        "later(p._reset.click)\n"
-        "said_reset = p._message.value\n"
+        "said = ui(p).message.value\n"
+        "later(ui(p).reset.click)\n"
+        "said_reset = ui(p).message.value\n"
         "y = f(x)\n",
     )
     assert ip.user_ns["inside"] == "default"  # the running cell is not changed under it
     assert "session stance: force_eager (was: default) from the next cell" in ip.user_ns["said"]
     assert "when that cell ends" in ip.user_ns["said_reset"]
     assert stance_magic.current_stance().name == "force_eager"  # applied at its end
-    assert "is in effect now" in ip.user_ns["p"]._message.value
+    assert "is in effect now" in ui(ip.user_ns["p"]).message.value
     assert get_engine().session == make_stance("force_eager")
     # ... and so was the reset: f compiles again.
     run(ip, "%%stance default -q\ny = f(x)")
@@ -603,15 +609,15 @@ def test_an_open_panel_shows_compare_and_sweep_reports_complete(ip: Any, make_pa
         rep = get_engine().history[-1]
         for label in ("eager (steady)", "compiled (steady)", "speedup", "break-even"):
             assert any(label in o.data.get("text/html", "") for o in cap.outputs), label
-            assert f"<th>{label}</th>" in p._report.value, label
+            assert f"<th>{label}</th>" in ui(p).report.value, label
             assert f"<th>{label}</th>" in seen[-1], label
-        assert rep.compare.speedup is not None and rep._repr_html_() in p._report.value
+        assert rep.compare.speedup is not None and rep._repr_html_() in ui(p).report.value
         n = len(seen)
         run(ip, "%%stance --sweep default,force_eager -m --no-plot\ny = f(x)")
         assert len(seen) == n + 2
         assert all("memory (cpu)" in h and "from a second run" in h for h in seen[n:])
-        assert "memory (cpu)" in p._report.value
-        assert get_engine().history[-1]._repr_html_() in p._report.value
+        assert "memory (cpu)" in ui(p).report.value
+        assert get_engine().history[-1]._repr_html_() in ui(p).report.value
     finally:
         get_engine().unobserve(at_publish)
 
@@ -630,8 +636,8 @@ def test_the_summary_shows_frames_at_or_near_their_recompile_limit(
             "import torch\nf = torch.compile(lambda x, n: x * n, backend='eager', dynamic=False)",
         )
         run(ip, "%%stance default -q\nfor n in (1, 2):\n    f(torch.ones(2), n)")
-        assert "<lambda>: 1 recompile left" in p._live.titles[0]
+        assert "<lambda>: 1 recompile left" in ui(p).live.titles[0]
         run(ip, "%%stance default -q\nfor n in (3, 4):\n    f(torch.ones(2), n)")
-        assert "<lambda> at its recompile limit" in p._live.titles[0]
+        assert "<lambda> at its recompile limit" in ui(p).live.titles[0]
     finally:
         torch._dynamo.config.recompile_limit = old

@@ -1,4 +1,4 @@
-"""Stances and reports across ranks (issue 12): gloo, 2 processes, CPU.
+"""Stances and reports across ranks: gloo, 2 processes, CPU.
 
 Three groups of tests:
 
@@ -113,6 +113,7 @@ def _cell(seen, rank, key):
     return seen[rank]["cells"][key]
 
 
+@pytest.mark.integration
 def test_rank_fed_another_shape_is_flagged_with_rank_and_reason(torchrun):
     c0 = _cell(torchrun, 0, "shapes")
     assert c0["success"] and c0["collectives"] == {"gather_object": 1, "all_gather_object": 0}
@@ -155,6 +156,7 @@ def test_rank_fed_another_shape_is_flagged_with_rank_and_reason(torchrun):
     ) in torchrun[1]["own_text"][1]
 
 
+@pytest.mark.integration
 def test_fail_on_recompile_refusal_is_reported_with_rank_and_guard(torchrun):
     c1 = _cell(torchrun, 1, "refused")
     assert not c1["success"] and c1["error"].startswith("RuntimeError: Detected recompile")
@@ -175,6 +177,7 @@ def test_fail_on_recompile_refusal_is_reported_with_rank_and_guard(torchrun):
     assert view["rows"][1]["error"].startswith("RuntimeError: Detected recompile")
 
 
+@pytest.mark.integration
 def test_same_stance_on_every_rank_in_one_line(torchrun):
     c0 = _cell(torchrun, 0, "session")
     assert c0["stdout"].strip() == (
@@ -187,6 +190,7 @@ def test_same_stance_on_every_rank_in_one_line(torchrun):
         assert _cell(torchrun, r, "session_back")["stdout"] == ""  # -q
 
 
+@pytest.mark.integration
 def test_graph_breaks_on_one_rank_and_full_reports(torchrun):
     text = _cell(torchrun, 0, "breaks")["text"][0]
     flag = next(ln for ln in text.splitlines() if "DIVERGED: graph breaks differ" in ln)
@@ -197,6 +201,7 @@ def test_graph_breaks_on_one_rank_and_full_reports(torchrun):
     assert view["mode"] == "full" and view["reports"] == 2
 
 
+@pytest.mark.integration
 def test_python_api_gathers_on_every_rank(torchrun):
     api0, api1 = torchrun[0]["api"], torchrun[1]["api"]
     assert api0["divergent"] == 0 and "no divergence" in api0["view"]
@@ -204,6 +209,7 @@ def test_python_api_gathers_on_every_rank(torchrun):
     assert "note: rank 1 of 2: this rank's summary went to rank 0" in api1["report_text"]
 
 
+@pytest.mark.integration
 def test_reports_are_published_once_with_the_combined_view(torchrun):
     # plain, shapes, refused, breaks and the API call: five reports each
     pub0, pub1 = torchrun[0]["published"], torchrun[1]["published"]
@@ -214,6 +220,7 @@ def test_reports_are_published_once_with_the_combined_view(torchrun):
     assert all(p["gathered"] is None for p in pub1[:1])
 
 
+@pytest.mark.integration
 def test_no_collective_without_the_flag_in_a_process_group(torchrun):
     for r in (0, 1):
         for key in ("plain", "plain_line"):
@@ -230,6 +237,7 @@ def test_no_collective_without_the_flag_in_a_process_group(torchrun):
 # -- ipyparallel ---------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_ipyparallel_px_cell_shows_both_ranks_in_the_client(monkeypatch):
     ipp = pytest.importorskip("ipyparallel")
     for key, value in _env().items():
@@ -455,6 +463,7 @@ def test_the_combined_view_is_exported_with_rank_0s_report(tmp_path):
     assert [f["kind"] for f in data["flags"]] == ["compiles", "slowest"]
 
 
+@pytest.mark.integration
 def test_the_gather_benchmark_still_runs(tmp_path):
     """benchmarks/bench_ranks.py --quick: two ranks, rank 0's work, no group."""
     out = tmp_path / "bench.json"

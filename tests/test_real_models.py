@@ -1,5 +1,5 @@
 """Figures on real models, each against a source that does not go through
-stance_magic (issue 9).
+stance_magic.
 
 GPT-2 (transformers, small config, random weights), a ResNet-18-like CNN, a
 transformer block and a module that prints, calls ``.item()`` and branches
@@ -29,6 +29,8 @@ from stance_magic.render import lookup_bound, lookup_method
 from conftest import SHAPES_LOGGER, last, run, torch_log
 
 pytest.importorskip("transformers")
+
+pytestmark = pytest.mark.integration  # real models, seconds each
 
 SETUP = """
 import torch, stance_magic, models
@@ -180,7 +182,8 @@ def _per_call(f, n: int) -> float:
 
 def _outside_clock(step, n: int, rounds: int = 15) -> float:
     """Per call under ``default`` minus under ``skip_guard_eval_unsafe``: the
-    fastest of interleaved rounds on each side (robust to bursts of load)."""
+    fastest of interleaved rounds on each side (a burst of load on one side
+    does not count)."""
     a, b = [], []
     for _ in range(rounds):
         with torch.compiler.set_stance("default"):

@@ -1,4 +1,14 @@
-"""Every figure of the cell report against an independent source (issue 3)."""
+"""Every figure of the cell report against an independent source: compiles,
+graphs, compile phases, failed and interrupted compiles, cache lookups and
+their cost (resume functions included), eager fallbacks and refused
+recompiles (a stance set inside the cell too), wall time, the cell's number,
+the text and HTML shown, the history and its columns.
+
+The independent sources: torch's ``CompileCounter`` and a counting backend,
+``CompilationMetrics`` records, the code object's cache entries, the
+profiler, an outside clock, IPython's numbering of cells, the exceptions the
+cell caught.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +18,7 @@ import time
 
 import pytest
 import torch
+from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 from torch._dynamo.testing import CompileCounter
 from torch._dynamo.utils import get_compilation_metrics
 
@@ -69,6 +80,47 @@ def test_compile_time_matches_torch_compilation_metrics(sh):
     assert rep.compile_s < rep.wall_s
 
 
+def test_phases_are_named_by_what_ran(sh):
+    sh.run_cell(
+        "def plain_backend(gm, example_inputs):\n"
+        "    return gm.forward\n"
+        "p = torch.compile(lambda x: x.sin() * 3, backend=plain_backend)\n"
+        "q = torch.compile(lambda x: x.cos() * 3, backend='aot_eager')\n"
+    )
+    run(sh, "%%stance default -q\np(torch.ones(3))")
+    rep = last(sh)
+    rec = get_compilation_metrics()[-1]
+    # torch times the whole backend call under its AOTAutograd column
+    assert rec.aot_autograd_cumulative_compile_time_us
+    assert rep.compile_breakdown["aot_autograd"] == 0.0
+    assert rep.compile_breakdown["backend"] == pytest.approx(rec.backend_compile_time_s, abs=2e-6)
+    assert "AOTAutograd" not in str(rep)
+    run(sh, "%%stance default -q\nq(torch.ones(3))")
+    assert last(sh).compile_breakdown["aot_autograd"] > 0
+
+
+@pytest.mark.integration
+def test_interrupted_compile_is_not_a_compiled_graph(sh):
+    sh.run_cell(
+        "def kb(gm, example_inputs):\n"
+        "    raise KeyboardInterrupt\n"
+        "def body(x):\n"
+        "    return x.sin() + 1\n"
+        "f = torch.compile(body, backend=kb)\n"
+    )
+    res, cap = run(sh, "%%stance default --no-plot\nf(torch.ones(3))")
+    assert not res.success
+    rep = last(sh)
+    # independent: torch kept no cache entry, and wrote the record with no fail_type
+    assert _debug_get_cache_entry_list(sh.user_ns["body"].__code__) == []
+    assert get_compilation_metrics()[-1].fail_type is None
+    assert rep.graphs == 0 and rep.failed_compiles == 1
+    (frame,) = rep.frames
+    assert frame.failed.startswith("KeyboardInterrupt") and frame.raised
+    assert "1 graph compiled" not in str(rep) and "0 graphs compiled" in str(rep)
+
+
+@pytest.mark.integration
 def test_seventy_compiles_in_one_cell_all_counted(sh):
     cc = CompileCounter()
     sh.user_ns["cc"] = cc
@@ -148,7 +200,7 @@ def test_guard_cost_timed_in_situ_against_direct_check_and_profiler(sh):
 
 def test_guard_cost_is_the_looked_up_functions_own(sh):
     """Several compiled functions alive, a cell that calls one: its figure is
-    that function's lookups, not a median over the session (issue 9.1)."""
+    that function's lookups, not a median over the session."""
     sh.run_cell(
         "def wide(*xs):\n    return sum(x.sum() for x in xs)\n"
         "cw = torch.compile(wide, backend='eager')\n"
@@ -178,6 +230,51 @@ def test_guard_cost_is_the_looked_up_functions_own(sh):
     assert len(small.lookups.targets) == 4 and {t.timed for t in small.lookups.targets} == {5}
 
 
+def test_resume_function_lookups_belong_to_the_function_that_broke(sh):
+    sh.run_cell(
+        "@torch.compile(backend='eager')\n"
+        "def inner(x):\n"
+        "    return x.cos()\n"
+        "@torch.compiler.disable\n"
+        "def bridge(x):\n"
+        "    return inner(x) + 1\n"
+        "@torch.compile(backend='eager')\n"
+        "def outer(x):\n"
+        "    y = x.sin()\n"
+        "    y = bridge(y)\n"
+        "    return y * 2\n"
+        "outer(torch.ones(3))\n"
+    )
+    run(sh, "%%stance default -q\nfor _ in range(3):\n    outer(torch.ones(3))")
+    rep = last(sh)
+    # independent: outer has a resume function of its own (after the disabled
+    # call), so each call looks up outer, its resume function, and inner
+    outer_code = sh.user_ns["outer"]._torchdynamo_orig_callable.__code__
+    codes = {e.code.co_name for e in _debug_get_cache_entry_list(outer_code)}
+    assert codes  # outer compiled
+    assert rep.cache_hits == 9 and rep.cache_misses == 0
+    by_name = {t.name: t.timed + t.untimed for t in rep.lookups.targets}
+    assert by_name == {"outer": 6, "inner": 3}
+    outer = next(t for t in rep.lookups.targets if t.name == "outer")
+    if probe.monitoring.AVAILABLE and probe.monitoring.EX_CALLS_SEEN:
+        # 3.13+: the resume function's lookups are timed from their call,
+        # all but the first from its caller (sys.monitoring); 3.12 gives no
+        # event for torch's call of it (CALL_FUNCTION_EX): untimed as on 3.11
+        assert (outer.timed, outer.untimed) == (5, 1)
+    else:
+        assert outer.timed == 3 and outer.untimed == 3
+
+
+def test_lookup_figure_is_named_for_what_it_times(sh):
+    sh.run_cell("r = torch.compile(lambda x: x + 1, backend='eager')\nr(torch.ones(2))")
+    res, cap = run(sh, "%%stance default --no-plot\nfor _ in range(3):\n    r(torch.ones(2))")
+    text = "\n".join(text_outputs(cap))
+    (html,) = [h for h in html_outputs(cap) if "sm-report" in h]
+    for out in (text, html):
+        assert "cache lookups" in out
+        assert "guard evaluation" not in out and "evaluation" not in out
+
+
 def test_wall_time_against_an_outside_clock(sh):
     t0 = time.perf_counter()
     run(sh, "%%stance force_eager -q\nimport time\ntime.sleep(0.2)")
@@ -203,6 +300,56 @@ def test_eager_fallbacks_and_refused_recompiles(sh):
     text = "\n".join(text_outputs(cap))
     assert "refused recompiles   1" in text
     assert stance_magic.current_stance().name == "default"
+
+
+def test_eager_on_recompile_set_inside_the_cell_counts_fallbacks(counting):
+    sh = counting
+    sh.run_cell("g = torch.compile(lambda x: x * 2, backend=counting)\ng(torch.ones(2))")
+    sh.user_ns["graph_runs"][0] = 0
+    res, cap = run(
+        sh,
+        "%%stance default --no-plot\n"
+        "with torch.compiler.set_stance('eager_on_recompile'):\n"
+        "    for n in (2, 3, 4, 2):\n"
+        "        g(torch.ones(n))",
+    )
+    assert res.success
+    rep = last(sh)
+    runs = sh.user_ns["graph_runs"][0]
+    assert runs == 2 and sh.user_ns["compiled_graphs"][0] == 1  # no compile in the cell
+    assert rep.compiles == 0
+    assert rep.eager_fallbacks == 4 - runs == 2
+    assert "set inside the cell" in str(rep)
+
+
+def test_fail_on_recompile_decorator_inside_the_cell_counts_refusals(sh):
+    sh.run_cell(
+        "h = torch.compile(lambda x: x + 1, backend='eager')\n"
+        "h(torch.ones(3))\n"
+        "@torch.compiler.set_stance('fail_on_recompile')\n"
+        "def strict(x):\n"
+        "    return h(x)\n"
+    )
+    res, cap = run(
+        sh,
+        "%%stance default --no-plot\n"
+        "caught = []\n"
+        "try:\n"
+        "    strict(torch.ones(7))\n"
+        "except RuntimeError as e:\n"
+        "    caught.append(str(e))\n",
+    )
+    assert res.success
+    (torch_message,) = sh.user_ns["caught"]  # independent: torch's own refusal
+    assert "fail_on_recompile" in torch_message
+    rep = last(sh)
+    assert rep.refused_recompiles == 1
+    if probe.torch_version() < probe.REFUSAL_GUARDS_SINCE:
+        assert rep.refused_guards == []  # torch 2.8-2.9 name no guard
+        return
+    (guard,) = rep.refused_guards
+    assert "size mismatch at index 0. expected 3, actual 7" in guard
+    assert guard.split(": ", 1)[1] in torch_message
 
 
 def test_eager_then_compile_first_call_is_named(sh):
@@ -240,6 +387,37 @@ def test_report_text_and_html_in_the_cell_output(sh):
     assert not cap.outputs or not any("stance_magic" in t for t in text_outputs(cap))
 
 
+def test_reports_carry_ipythons_cell_number(shell, tmp_path):
+    shell.run_cell("import torch\nec = torch.compile(lambda x: x * 7, backend='eager')")
+    for _ in range(3):
+        run(shell, "pass")  # unmeasured cells: IPython's numbers run ahead
+    res, cap = run(shell, "%%stance default --no-plot\nec(torch.ones(2))")
+    n = res.execution_count
+    hist = stance_magic.get_engine().history
+    rep = hist[-1]
+    assert rep.execution_count == n and rep.index == len(hist) and n != rep.index
+    assert any(t.startswith(f"stance_magic report, In [{n}]") for t in text_outputs(cap))
+    assert any(f"In [{n}]" in h for h in html_outputs(cap))
+    assert rep.summary_row()["execution_count"] == n
+    # --compare, --sweep and watched cells too
+    res, _ = run(shell, "%%stance default --compare --repeat 2 -q\nec(torch.ones(3))")
+    assert hist[-1].execution_count == res.execution_count
+    res, _ = run(shell, "%%stance --sweep default,force_eager -q\nec(torch.ones(4))")
+    assert [r.execution_count for r in hist[-2:]] == [res.execution_count] * 2
+    run(shell, "%stance watch on -q")
+    res, _ = run(shell, "ec(torch.ones(5))")
+    assert hist[-1].execution_count == res.execution_count
+    run(shell, "%stance watch off -q")
+    # the history table and the CSV show the number too
+    _, cap = run(shell, "%stance history")
+    lines = cap.stdout.split("Out[", 1)[1].splitlines()[1:]
+    assert lines[0].split()[:2] == ["cell", "In"]
+    assert [ln.split()[:2] for ln in lines[2:]][rep.index - 1] == [str(rep.index), str(n)]
+    p = tmp_path / "h.csv"
+    run(shell, f"%stance history --csv {p} -q")
+    assert p.read_text().splitlines()[0].startswith("cell,execution_count,")
+
+
 def test_html_escapes_user_text(sh):
     evil = "<script>alert(1)</script>.py"
     sh.user_ns["evil"] = evil
@@ -261,24 +439,6 @@ def test_report_of_a_failing_cell_still_appears(sh):
     assert rep.error == "KeyError: 'missing'"
     assert any("KeyError: 'missing'" in t for t in text_outputs(cap))
     assert stance_magic.current_stance().name == "default"
-
-
-def test_watch_reports_cells_that_compile(sh):
-    sh.run_cell("w = torch.compile(lambda x: x / 2, backend='eager')")
-    _, cap = run(sh, "%stance watch on")
-    assert "watch on" in cap.stdout
-    n = len(stance_magic.history())
-    _, cap = run(sh, "w(torch.ones(2))")
-    assert any("stance_magic report" in t for t in text_outputs(cap))
-    _, cap = run(sh, "x = 1 + 1")  # compiles nothing: no report
-    assert not any("stance_magic report" in t for t in text_outputs(cap))
-    # a %%stance cell is reported once, by the cell magic
-    _, cap = run(sh, "%%stance default --no-plot\nw(torch.ones(7))")
-    assert sum("stance_magic report" in t for t in text_outputs(cap)) == 1
-    run(sh, "%stance watch off")
-    _, cap = run(sh, "w(torch.ones(9))")
-    assert not any("stance_magic report" in t for t in text_outputs(cap))
-    assert len(stance_magic.history()) > n
 
 
 def test_history_and_export(sh, tmp_path):
@@ -437,25 +597,9 @@ def test_nested_stance_cells_each_report_their_own(sh):
     assert outer.compile_s >= inner.compile_s
 
 
-def test_export_keeps_permissions_and_names_the_path(sh, tmp_path):
-    import os
-
-    run(sh, "%%stance -q\nx = 1")
-    p = tmp_path / "h.csv"
-    p.write_text("old")
-    os.chmod(p, 0o644)
-    run(sh, f"%stance history --csv {p} -q")
-    assert oct(p.stat().st_mode & 0o777) == "0o644" and p.read_text().startswith("cell,")
-    res, _ = run(sh, f"%stance history --csv {tmp_path}")
-    assert str(tmp_path) in str(res.error_in_exec) and ".h" not in str(res.error_in_exec)
-    res, _ = run(sh, f"%stance history --json {tmp_path}/nodir/x.json")
-    msg = str(res.error_in_exec)
-    assert "nodir/x.json" in msg and ".x.json." not in msg
-
-
-# the CSV's columns, in order, as they were before --compare's figures were
-# nested and the derived counts became properties (issue 17, item 3)
-SUMMARY_KEYS_BEFORE_NESTING = (
+# the CSV's columns, in order: flat, whatever the report's own layout
+# (--compare's figures nested in ``rep.compare``, counts derived from details)
+CSV_COLUMNS = (
     "cell execution_count label stance stance_label skip_guard_eval_unsafe backend wall_s "
     "compile_s dynamo_s aot_autograd_s backend_s codegen_s other_s compiles "
     "backward_compiles graphs failed_compiles recompiles graph_breaks peak_bytes end_bytes "
@@ -472,7 +616,7 @@ SUMMARY_KEYS_BEFORE_NESTING = (
 
 def test_compare_figures_nested_and_derived_counts_properties(sh):
     """One --compare cell: its figures in ``rep.compare`` only, the CSV row's
-    keys as before, the counts derived from the details (nothing to keep in
+    flat columns in their order, the counts derived from the details (nothing to keep in
     sync), and the JSON with ``compare`` an object."""
     import dataclasses
 
@@ -491,7 +635,7 @@ def test_compare_figures_nested_and_derived_counts_properties(sh):
     assert isinstance(rep.compare, Comparison) and len(rep.compare.runs["compiled"]) == 3
     row = rep.summary_row()
     keys = list(row)
-    assert keys == SUMMARY_KEYS_BEFORE_NESTING
+    assert keys == CSV_COLUMNS
     assert row["speedup"] == rep.compare.speedup and row["eager_s"] == rep.compare.eager_s
     assert row["recompiles"] == len(rep.recompiles) == len(rep.recompile_details) == 1
     data = json.loads(json.dumps(rep.to_dict(), default=str))

@@ -1,4 +1,4 @@
-"""Lookups sampled after the first ones of each function (issue 17, item 6):
+"""Lookups sampled after the first ones of each function:
 every lookup is counted, the first SAMPLE_FIRST of each compiled function
 and then 1 in SAMPLE_EVERY are timed in situ, and the total is extrapolated
 per function; a miss among the counted-only calls is handled in full."""

@@ -1,4 +1,4 @@
-"""Sharing a cell (issue 21): its structured trace read back by tlparse, its
+"""Sharing a cell: its structured trace read back by tlparse, its
 Chrome-trace timeline against the report, the bug-report bundle."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from stance_magic import share
 from stance_magic.paths import short_path, shorten_paths
 from stance_magic.share import run_tlparse, tlparse_command
 
-from conftest import html_outputs, last, run
+from conftest import html_outputs, last, run, ui
 
 #: the compile id in a structured-trace header
 IDS = r'"frame_id": (\d+), "frame_compile_id": (\d+)'
@@ -66,6 +66,7 @@ def _tlparse_view(out: Path) -> dict[str, dict]:
     return view
 
 
+@pytest.mark.integration
 @needs_tlparse
 def test_gpt2_cell_trace_read_by_tlparse_equals_the_report(shell, tmp_path, monkeypatch):
     """GPT-2 generating 8 -> 11 tokens under --trace: tlparse's compile ids,
@@ -110,6 +111,7 @@ def test_gpt2_cell_trace_read_by_tlparse_equals_the_report(shell, tmp_path, monk
     assert f"tlparse: {href}" in shown
 
 
+@pytest.mark.integration
 @needs_tlparse
 def test_trace_of_a_cell_leaves_a_process_torch_trace_alone(tmp_path):
     """With TORCH_TRACE set for the process, its trace goes on (with this
@@ -276,6 +278,7 @@ def test_trace_and_timeline_options_are_checked_before_the_cell_runs(sh, tmp_pat
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @needs_tlparse
 def test_bundle_lists_what_a_bug_report_needs_and_nothing_else(sh, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -389,6 +392,7 @@ def test_shorten_paths_as_the_report_does(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @needs_tlparse
 def test_panel_traces_the_next_cell_only(sh, tmp_path, monkeypatch):
     pytest.importorskip("ipywidgets")
@@ -399,11 +403,11 @@ def test_panel_traces_the_next_cell_only(sh, tmp_path, monkeypatch):
     run(sh, "f = torch.compile(lambda x: x.sin() + 1, backend='eager')\nx = torch.ones(3)")
     p = stance_magic.panel()
     try:
-        p._trace_next.value = True
+        ui(p).trace_next.value = True
         assert get_engine().trace_next == share.PANEL_TRACE_DIR
-        assert "next cell that runs is traced" in p._message.value
+        assert "next cell that runs is traced" in ui(p).message.value
         other = stance_magic.panel()  # a second panel follows the engine
-        assert other._trace_next.value is True
+        assert ui(other).trace_next.value is True
         res, cap = run(sh, "y = f(x)")  # a plain cell, not %%stance, watch off
         assert res.success, res.error_in_exec
         rep = last(sh)
@@ -413,20 +417,21 @@ def test_panel_traces_the_next_cell_only(sh, tmp_path, monkeypatch):
         )
         assert rep.shared.trace_compile_ids == [f.compile_id for f in rep.frames] == ["0/0"]
         assert rep.shared.tlparse_index and "tlparse" in "".join(html_outputs(cap))
-        assert p._trace_next.value is False and other._trace_next.value is False
+        assert ui(p).trace_next.value is False and ui(other).trace_next.value is False
         assert get_engine().trace_next is None
         n = len(stance_magic.history())
         run(sh, "y = f(torch.ones(4))")  # the cell after: not traced, not measured
         assert len(stance_magic.history()) == n
         assert len(list((tmp_path / "stance_traces").glob("*.log"))) == 1
-        p._trace_next.value = True
-        p._trace_next.value = False
-        assert get_engine().trace_next is None and "off" in p._message.value
+        ui(p).trace_next.value = True
+        ui(p).trace_next.value = False
+        assert get_engine().trace_next is None and "off" in ui(p).message.value
     finally:
         p.close()
         other.close()
 
 
+@pytest.mark.integration
 def test_set_logs_inside_the_cell_keeps_its_trace(sh, tmp_path):
     """torch._logging.set_logs() sets torch's loggers up again and takes its own
     handlers off the trace logger, not ours: the trace goes on to the cell's end."""

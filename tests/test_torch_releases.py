@@ -1,12 +1,14 @@
-"""The installed torch, whichever release it is: every hook the recorder puts in
-torch takes torch's own call, and an unsupported torch is refused in one line
-(issue 18). Run on each pair of ``make test-matrix``."""
+"""The installed torch, whichever release it is: the release constants say
+what it has, every hook the recorder puts in torch takes torch's own call,
+and an unsupported torch is refused in one line. Run on each pair of
+``make test-matrix``."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 import torch._dynamo.guards as guards
+import torch._dynamo.utils as dynamo_utils
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from torch._C._dynamo import eval_frame as c_eval_frame
@@ -16,7 +18,7 @@ import stance_magic
 from stance_magic import probe
 from stance_magic.causes import failure_kind
 
-from conftest import html_outputs, last, run
+from conftest import HAS_CONTEXTS, HAS_PER_CALL_LIMIT, html_outputs, last, run
 
 
 class Named(torch.nn.Module):
@@ -28,6 +30,19 @@ def test_installed_torch_is_in_the_declared_range():
     v = probe.torch_version()
     assert probe.MIN_TORCH <= v <= probe.TESTED_UP_TO, torch.__version__
     assert probe.torch_problem() is None
+
+
+def test_the_release_constants_match_this_torch():
+    """Each constant says what the installed torch has."""
+    fields = {f.name for f in dynamo_utils.CompilationMetrics.__dataclass_fields__.values()}
+    has_hooks = hasattr(dynamo_utils, "register_hook_for_recompile_user_context")
+    assert has_hooks == ("recompile_user_contexts" in fields)
+    assert HAS_CONTEXTS == has_hooks, torch.__version__
+    assert (probe.torch_version() >= probe.RECORD_STACK_TRACE_SINCE) == ("stack_trace" in fields)
+    if probe.torch_version() >= probe.PER_CALL_RECOMPILE_LIMIT_SINCE:
+        assert HAS_PER_CALL_LIMIT
+    if probe.torch_version() < probe.RECOMPILE_USER_CONTEXTS_SINCE:  # 2.8
+        assert not HAS_PER_CALL_LIMIT
 
 
 def test_testing_hook_takes_the_arguments_this_torch_passes():

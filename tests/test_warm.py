@@ -1,4 +1,4 @@
-"""Warm starts (issue 20): the compile caches' figures against torch's records,
+"""Warm starts: the compile caches' figures against torch's records,
 its counters and the cache directory's files; save → fresh process → load →
 hits; files from another torch, truncated or corrupt, refused cleanly.
 

@@ -15,7 +15,10 @@
    with its chart (a PNG), the panel (its widget view and the stored widget
    state), and ``%stance?``'s help (the pager payload of the reply).
 
-Slow (a build and a venv's installs): about a minute.
+And, without building anything: the files pyproject.toml names exist.
+
+Slow (a build and a venv's installs): about a minute; the pyproject check is
+instant and is not marked slow.
 """
 
 from __future__ import annotations
@@ -34,8 +37,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytestmark = pytest.mark.slow
 
 pytest.importorskip("build", reason="pip install build")
 pytest.importorskip("twine", reason="pip install twine")
@@ -95,6 +96,14 @@ def _tested_torch(dest: Path) -> str:
     return md.version("torch")
 
 
+def test_pyproject_names_files_that_exist():
+    text = (ROOT / "pyproject.toml").read_text()
+    named = re.findall(r"\(([\w./-]+\.txt)\)", text)
+    assert named
+    for name in named:
+        assert (ROOT / name).is_file(), name
+
+
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("dist")
@@ -106,6 +115,7 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"wheel": wheel, "sdist": sdist}
 
 
+@pytest.mark.slow
 def test_the_wheel_and_sdist_say_what_is_true(dists: dict[str, Path]) -> None:
     with zipfile.ZipFile(dists["wheel"]) as whl:
         names = whl.namelist()
@@ -163,6 +173,7 @@ CELLS = [
 IMPORTS, DEFINE, MEASURED, PANEL, HELP = range(len(CELLS))
 
 
+@pytest.mark.slow
 def test_the_wheel_installs_and_runs_in_a_fresh_venv(
     dists: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

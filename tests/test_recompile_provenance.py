@@ -1,59 +1,27 @@
-"""What newer torch tells about a recompile, used where it has it (issue 18,
-item 5): the measured cell named in torch's own records
-(``recompile_user_contexts``), the user's line that made a recompiling call,
-and a torch.compile call's own ``recompile_limit=``.
+"""Where a recompile came from: the measured cell named in torch's own
+records (``recompile_user_contexts``, on a torch that has them), the user's
+line that made a recompiling call, and which frames count as the user's.
 
 Each figure is checked against torch's own records (``CompilationMetrics``:
-``recompile_user_contexts``, ``stack_trace``, the refused attempt), torch's
-log, its cache entries, IPython's numbering of cells, the cell's source and
-a counting backend.
+``recompile_user_contexts``, ``stack_trace``), torch's list of context hooks,
+IPython's numbering of cells and the cell's source.
 """
 
 from __future__ import annotations
 
 import html
 import inspect
-import logging
 
 import pytest
 import torch
 import torch._dynamo.utils as dynamo_utils
-from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 from torch._dynamo.utils import get_compilation_metrics
 
 from stance_magic import probe
 from stance_magic.build import frame_text
 from stance_magic.engine import get_engine
 
-from conftest import html_outputs, last, run
-
-COUNTING_BACKEND = """
-graph_runs = [0]
-compiled_graphs = [0]
-def counting(gm, example_inputs):
-    compiled_graphs[0] += 1
-    def run(*args):
-        graph_runs[0] += 1
-        return gm.forward(*args)
-    return run
-"""
-
-HAS_CONTEXTS = probe.torch_version() >= probe.RECOMPILE_USER_CONTEXTS_SINCE
-HAS_PER_CALL_LIMIT = "recompile_limit" in inspect.signature(torch.compile).parameters
-
-
-def test_the_release_constants_match_this_torch():
-    """Each constant says what the installed torch has."""
-    fields = {f.name for f in dynamo_utils.CompilationMetrics.__dataclass_fields__.values()}
-    has_hooks = hasattr(dynamo_utils, "register_hook_for_recompile_user_context")
-    assert has_hooks == ("recompile_user_contexts" in fields)
-    assert HAS_CONTEXTS == has_hooks, torch.__version__
-    assert (probe.torch_version() >= probe.RECORD_STACK_TRACE_SINCE) == ("stack_trace" in fields)
-    if probe.torch_version() >= probe.PER_CALL_RECOMPILE_LIMIT_SINCE:
-        assert HAS_PER_CALL_LIMIT
-    if probe.torch_version() < probe.RECOMPILE_USER_CONTEXTS_SINCE:  # 2.8
-        assert not HAS_PER_CALL_LIMIT
-
+from conftest import HAS_CONTEXTS, html_outputs, last, run
 
 # -- the measured cell named in torch's records ------------------------------
 
@@ -197,109 +165,3 @@ def test_only_user_frames_are_kept():
     assert not probe.is_user_file(probe.__file__)  # stance_magic's own
     assert probe.is_user_file("<ipython-input-3-0123456789ab>")
     assert probe.is_user_file(__file__)
-
-
-# -- a torch.compile call's own recompile_limit= ------------------------------
-
-
-@pytest.fixture
-def limit_log():
-    """torch's warning when a frame hits its recompile limit."""
-    records: list[logging.LogRecord] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-
-    lg = logging.getLogger("torch._dynamo.convert_frame")
-    handler = Keep(logging.WARNING)
-    lg.addHandler(handler)
-    yield records
-    lg.removeHandler(handler)
-
-
-@pytest.mark.skipif(not HAS_PER_CALL_LIMIT, reason="this torch.compile has no recompile_limit=")
-def test_a_per_call_recompile_limit_is_the_frames_limit(sh, limit_log):
-    sh.run_cell(COUNTING_BACKEND)
-    sh.run_cell(
-        "def scale(x, n):\n"
-        "    return x * n\n"
-        "f = torch.compile(scale, backend=counting, dynamic=False, recompile_limit=2)\n"
-        "def shift(x, n):\n"
-        "    return x + n\n"
-        "h = torch.compile(shift, backend=counting, dynamic=False)\n"
-        "x = torch.ones(3)\n"
-    )
-    glob = torch._dynamo.config.recompile_limit
-    assert glob != 2  # the global limit is not the one that applies
-    res, cap = run(sh, "%%stance default\nfor n in range(1, 5):\n    f(x, n)\nh(x, 1); h(x, 2)")
-    assert res.success, res.error_in_exec
-    rep = last(sh)
-    ns = sh.user_ns
-    # the backend: 2 graphs for f, 2 for h; calls 1-2 of f ran compiled
-    assert ns["compiled_graphs"][0] == 4
-    assert ns["graph_runs"][0] == 2 + 2
-    f_eager = 4 - 2
-    # torch's records: two compiles of scale, then the attempt torch refused
-    recs = [r for r in get_compilation_metrics()[-5:] if r.co_name != "shift"]
-    assert [r.co_name for r in recs] == ["scale", "scale", None]
-    assert recs[-1].fail_type and "limit" in recs[-1].fail_reason.lower()
-    # torch's log names the limit it compared against: 2
-    (warn,) = [r for r in limit_log if "hit config" in r.msg]
-    assert warn.args[:2] == ("recompile_limit", 2), warn.args
-    # the limit hit, with its limit and the calls that ran eagerly
-    (lim,) = rep.recompile_limits
-    assert lim.limit == 2 and lim.per_call and lim.config == "recompile_limit"
-    assert lim.compile_id == str(recs[-1].compile_id)
-    assert lim.eager_calls == f_eager == rep.limit_eager_calls
-    # the budget: scale's entries (torch's cache) of its own limit; shift's
-    # of the global one
-    scale_code = ns["scale"].__code__
-    entries = len(_debug_get_cache_entry_list(scale_code))
-    assert entries == 2
-    budgets = {b.where.split(" (")[0]: b for b in rep.recompile_budget}
-    assert (budgets["scale"].entries, budgets["scale"].limit) == (entries, 2)
-    assert budgets["scale"].per_call and budgets["scale"].left == 0
-    shift_entries = len(_debug_get_cache_entry_list(ns["shift"].__code__))
-    assert (budgets["shift"].entries, budgets["shift"].limit) == (shift_entries, glob)
-    assert not budgets["shift"].per_call
-    text = " ".join(str(rep).split())
-    assert "2 of 2 entries" in text and "recompile_limit=2 of its torch.compile" in text
-    assert f"torch._dynamo.config.recompile_limit = {glob}" not in text
-    assert "torch._dynamo.config.recompile_limit = 2" not in text
-    (page,) = [h for h in html_outputs(cap) if "sm-report" in h]
-    assert "is at the recompile_limit=2 of its torch.compile" in page
-    hint = rep.advice()[0]
-    assert "recompile_limit= in its torch.compile call (now 2" in hint
-
-    # the next cell: still at its limit; a new value runs eagerly at once
-    ns["graph_runs"][0] = 0
-    run(sh, "%%stance default -q\nf(x, 7)\nf(x, 1)")
-    rep = last(sh)
-    assert ns["graph_runs"][0] == 1 and rep.compiles == 0
-    (lim,) = rep.recompile_limits
-    assert lim.limit == 2 and lim.per_call and lim.eager_calls == 1
-    (budget,) = [b for b in rep.recompile_budget if b.where.startswith("scale")]
-    assert (budget.entries, budget.limit, budget.per_call) == (2, 2, True)
-
-
-@pytest.mark.skipif(not HAS_PER_CALL_LIMIT, reason="this torch.compile has no recompile_limit=")
-def test_a_frame_compiled_before_the_cell_keeps_its_per_call_limit(sh):
-    """Compiled in an unmeasured cell, only looked up in the measured one: the
-    budget is still the torch.compile call's own limit."""
-    sh.run_cell(
-        "def twice(x, n):\n"
-        "    return x * n * 2\n"
-        "k = torch.compile(twice, backend='eager', dynamic=False, recompile_limit=3)\n"
-        "k(torch.ones(2), 1); k(torch.ones(2), 2)\n"
-    )
-    entries = len(_debug_get_cache_entry_list(sh.user_ns["twice"].__code__))
-    assert entries == 2
-    res, cap = run(sh, "%%stance default\nk(torch.ones(2), 1)")
-    rep = last(sh)
-    assert rep.compiles == 0 and rep.cache_hits == 1
-    (budget,) = rep.recompile_budget
-    assert (budget.entries, budget.limit, budget.per_call) == (entries, 3, True)
-    assert "2 of 3 entries (1 left: the next recompile is the last)" in str(rep)
-    hint = next(h for h in rep.advice() if "cache entries" in h)
-    assert "the recompile_limit=3 of its torch.compile" in hint
