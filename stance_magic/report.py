@@ -696,11 +696,11 @@ def build_report(
                 backend=backend if graph else None,
                 graph=graph,
                 during_eager_call=info.during_eager_call,
+                # the exception torch unwound while writing the record is the
+                # cell's (its type may differ from fail_type: see probe.reached_cell)
+                raised=failed is not None and probe.reached_cell(info, error),
             )
         )
-    for f in frames:
-        if f.failed and rep.error:
-            f.raised = rep.error.split(":", 1)[0] == f.failed.split(":", 1)[0]
     rep.frames = frames
     if window.reset_seen:
         rep.notes.append(
