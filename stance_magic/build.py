@@ -145,7 +145,7 @@ def build_report(
             else [],
         )
     error_text = error_line(error) if error is not None else None
-    frames = _frames(window, stance.name, error_text)
+    frames = _frames(window, stance.name, error)
     fwd = [f for f in frames if f.kind == "frame"]
     breakdown = dict.fromkeys(PHASES, 0.0)
     for rec in window.compiles:
@@ -249,7 +249,7 @@ def with_ranks(rep: CellReport, gathered: Gathered, view: Any = None) -> CellRep
 # --------------------------------------------------------------------------
 
 
-def _frames(window: probe.Window, stance: str, error_text: str | None) -> list[FrameCompile]:
+def _frames(window: probe.Window, stance: str, error: BaseException | None) -> list[FrameCompile]:
     frames: list[FrameCompile] = []
     for rec in window.compiles:
         kind = rec.kind
@@ -269,9 +269,9 @@ def _frames(window: probe.Window, stance: str, error_text: str | None) -> list[F
             failed = f"{exception}: the compile did not finish"
         if failed is not None and kind == "frame" and info.limit is None:
             graph = graph and not exception
-        raised = bool(
-            failed and error_text and error_text.split(":", 1)[0] == failed.split(":", 1)[0]
-        )
+        # the exception torch unwound while writing the record is the cell's
+        # (its type may differ from fail_type: see probe.reached_cell)
+        raised = failed is not None and probe.reached_cell(info, error)
         frames.append(
             FrameCompile(
                 compile_id=rec.compile_id,

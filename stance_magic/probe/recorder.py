@@ -49,6 +49,7 @@ from .records import (
     _limit_from_record,
     is_frame_compile,
     is_module_wrapper,
+    mark_unwinding,
     read_record,
     recompile_limit_name,
 )
@@ -57,6 +58,7 @@ from .releases import (
     callback_recompile_limit,
     callback_ref,
     inline_wrapped,
+    listing_refusals,
     per_call_recompile_limit,
     recompile_context_registry,
 )
@@ -653,6 +655,8 @@ class Recorder:
         """
         rec = self
         orig = self._orig_cfs
+        # torch 2.8's fail_on_recompile names no guard: ask torch's guard check
+        dispatch = listing_refusals(orig, self._note_refusal)
         cw = self._cw_code
         threads = self._threads
         get_ident = self._get_ident
@@ -664,7 +668,7 @@ class Recorder:
         lookup = self._lookup
 
         def _callback_from_stance(callback: Any) -> Any:
-            result = orig(callback)
+            result = dispatch(callback)
             if callback is None:  # torch._dynamo.disable's wrappers: never a compiled call
                 return result
             if not rec._armed:
@@ -890,25 +894,37 @@ class Recorder:
 
         def get_and_maybe_log_recompilation_reasons(*args: Any, **kwargs: Any) -> Any:
             reasons = orig(*args, **kwargs)
-            miss = self._pending
-            if miss is not None and self._get_ident() in self._threads:
-                try:
-                    frame = args[1] if len(args) > 1 else kwargs.get("frame")
-                    self._pending_code = getattr(frame, "f_code", None)
-                    miss.failures = [str(r) for r in reasons or ()]
-                    miss.defined = _identity_context(frame, miss.failures)
-                    skip = kwargs.get("skip_logging", args[3] if len(args) > 3 else False)
-                    if skip and miss.stance == "fail_on_recompile":
-                        # only fail_on_recompile's callback asks without logging:
-                        # it raises right after
-                        miss.outcome = MISS_REFUSED
-                        self._pending = None
-                except Exception:  # a nicety: never break torch
-                    pass
+            try:
+                frame = args[1] if len(args) > 1 else kwargs.get("frame")
+                # only fail_on_recompile's callback asks without logging: it
+                # raises right after
+                skip = kwargs.get("skip_logging", args[3] if len(args) > 3 else False)
+                self._note_reasons(reasons, frame, refused=bool(skip))
+            except Exception:  # a nicety: never break torch
+                pass
             return reasons
 
         get_and_maybe_log_recompilation_reasons._stance_magic_wraps = orig  # type: ignore[attr-defined]
         return get_and_maybe_log_recompilation_reasons
+
+    def _note_reasons(self, reasons: Any, frame: Any, refused: bool) -> None:
+        """torch listed every cache entry's failed guard for the pending miss
+        (``refused``: fail_on_recompile's callback did, and raises next)."""
+        miss = self._pending
+        if miss is None or self._get_ident() not in self._threads:
+            return
+        self._pending_code = getattr(frame, "f_code", None)
+        miss.failures = [str(r) for r in reasons or ()]
+        miss.defined = _identity_context(frame, miss.failures)
+        if refused and miss.stance == "fail_on_recompile":
+            miss.outcome = MISS_REFUSED
+            self._pending = None
+
+    def _note_refusal(self, reasons: list[str], frame: Any) -> None:
+        """torch 2.8's fail_on_recompile callback is about to refuse ``frame``:
+        the guards torch's guard check says failed (see
+        ``releases.listing_refusals``)."""
+        self._note_reasons(reasons, frame, refused=True)
 
     def _user_compiler_wrapper(self, orig: Any) -> Any:
         """Dynamo hands each graph to the backend here: read its inputs'
@@ -969,6 +985,7 @@ class Recorder:
         exc = sys.exc_info()[1]
         if exc is not None:
             info.exception = type(exc).__name__
+            mark_unwinding(info, exc)
         aot = _aot_dispatch_count()
         # torch clears its timings on reset: a drop still means it ran if any
         info.aot_autograd = aot > self._aot_seen or (0 < aot < self._aot_seen)

@@ -4,6 +4,7 @@ phases and total, the recompile limit it hit, cache entries and limits."""
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import types
 from dataclasses import dataclass, field
@@ -66,6 +67,8 @@ class RecordInfo:
     #: an exception was propagating when torch wrote the record: the compile
     #: did not finish (a backend raised, the cell was interrupted)
     exception: str | None = None
+    #: the mark left on that exception (see :func:`mark_unwinding`)
+    unwinding: int | None = None
     #: the code object compiled (torch's _compile had it), for its cache entries
     code: Any = field(default=None, repr=False, compare=False)
     #: the graph's inputs as handed to the backend (None: no graph reached one)
@@ -73,6 +76,52 @@ class RecordInfo:
     #: the user's frames that led to this compile, innermost (the line that
     #: called the compiled function) first: (name, file, line)
     user_stack: list[tuple[str, str, int]] = field(default_factory=list)
+
+
+#: The attribute of an exception that names the compile records torch wrote
+#: while it unwound (:func:`mark_unwinding`).
+_UNWOUND_ATTR = "_stance_magic_unwound_records"
+_marks = itertools.count(1)
+
+
+def mark_unwinding(info: RecordInfo, exc: BaseException | None) -> None:
+    """Note on ``exc``, the exception torch is unwinding while it writes a
+    compile record, that it passed through this record (``info``).
+
+    The record keeps the type torch caught (``fail_type``), which is not
+    always the type that reaches the user: torch rewraps errors outside its
+    own list in an ``InternalTorchDynamoError`` (which ones changes between
+    releases, see ``releases.INDEX_ERROR_UNWRAPPED_SINCE``), and a frame whose
+    compile fails softly runs eagerly while a later error of the same type
+    may end the cell. The exception object itself is what tells; exceptions
+    take no weak reference, and holding it would hold its traceback, so a
+    number is left on it instead (torch leaves attributes on its exceptions
+    too).
+    """
+    if exc is None:
+        return
+    mark = next(_marks)
+    try:
+        marks = getattr(exc, _UNWOUND_ATTR, ())
+        setattr(exc, _UNWOUND_ATTR, (*marks, mark))
+    except Exception:  # an exception that takes no attribute: nothing to tell
+        return
+    info.unwinding = mark
+
+
+def reached_cell(info: RecordInfo, error: BaseException | None) -> bool:
+    """Whether the exception torch unwound while it wrote this record is the
+    cell's ``error``, or the cause it was raised from (``raise ... from``)."""
+    if info.unwinding is None or error is None:
+        return False
+    seen: set[int] = set()
+    exc: BaseException | None = error
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if info.unwinding in getattr(exc, _UNWOUND_ATTR, ()):
+            return True
+        exc = exc.__cause__
+    return False
 
 
 def _example_calls(rec: Any) -> int | None:

@@ -23,9 +23,28 @@ TESTING_HOOK_BUILDER_SINCE = (2, 9)
 #: guard alone, and the report then has no guard source (2.9 not tested).
 GUARD_SOURCE_SINCE = (2, 10)
 
-#: From 2.10 a ``fail_on_recompile`` refusal names the guards that failed;
-#: 2.8's and 2.9's errors say only "Detected recompile", and the report names none.
+#: From 2.10 a ``fail_on_recompile`` refusal names the guards that failed:
+#: its callback asks torch for each cache entry's failed guard
+#: (``get_and_maybe_log_recompilation_reasons(..., skip_logging=True)``) and
+#: lists them in its error. 2.8's callback raises "Detected recompile when
+#: torch.compile stance is 'fail_on_recompile'" without looking at the
+#: guards (2.9 not tested): there the recorder asks torch's own guard check
+#: (``guards.get_guard_fail_reason_helper``, the function 2.10's list comes
+#: from, without its logging) for the refused frame's entries, just before
+#: torch's callback raises (see :func:`listing_refusals`), so the report names
+#: the guards on every release.
 REFUSAL_GUARDS_SINCE = (2, 10)
+
+#: From 2.13 torch raises an ``IndexError`` met while tracing as it is; 2.8 and
+#: 2.10 (2.9, 2.11, 2.12 not tested) rewrap it, as every exception outside
+#: ``_compile``'s list of Dynamo's own errors, in an
+#: ``InternalTorchDynamoError('IndexError: ...')``, while the compile record
+#: keeps ``fail_type='IndexError'``. The type of the error that reached the
+#: cell therefore says nothing sure about which record failed: the recorder
+#: marks the exception torch was unwinding when it wrote each record
+#: (:func:`~stance_magic.probe.records.mark_unwinding`) and the report asks the
+#: cell's error for that mark on every release.
+INDEX_ERROR_UNWRAPPED_SINCE = (2, 13)
 
 #: Up to this release torch's profiler also emits a ``TorchDynamo Cache
 #: Lookup`` event for frames with nothing compiled (the cold call itself and
@@ -251,3 +270,67 @@ def callback_recompile_limit(callback: Any) -> int | None:
             return limit
         fn = _next_in_chain(fn)
     return None
+
+
+def listing_refusals(
+    dispatch: Callable[[Any], Any], note: Callable[[list[str], Any], None]
+) -> Callable[[Any], Any]:
+    """torch's ``_callback_from_stance`` (``dispatch``), made to tell ``note``
+    the guards a ``fail_on_recompile`` refusal failed on, where torch's own
+    refusal does not list them (before :data:`REFUSAL_GUARDS_SINCE`); on
+    later releases ``dispatch`` itself.
+
+    The callback torch returns under ``fail_on_recompile`` is wrapped: called
+    for a frame, the wrapper lists each cache entry's failed guard as torch's
+    guard check words it, hands the list and the frame to ``note``, and calls
+    torch's callback, which raises. It links to torch's callback as torch's
+    links to the backend (``_torchdynamo_orig_callable``), so cache entries
+    match as before.
+    """
+    if torch_version() >= REFUSAL_GUARDS_SINCE:
+        return dispatch
+    from torch._dynamo import eval_frame, guards, trace_rules
+
+    helper = getattr(guards, "get_guard_fail_reason_helper", None)
+    if helper is None:  # pragma: no cover - every supported release has it
+        return dispatch
+    deleted = getattr(guards, "DeletedGuardManagerWrapper", ())
+
+    def failed_guards(frame: Any, cache_entry: Any) -> list[str]:
+        reasons = []
+        f_locals = frame.f_locals
+        while cache_entry is not None:
+            manager = cache_entry.guard_manager
+            if deleted and isinstance(manager, deleted):
+                reason = f"{cache_entry.compile_id}: {manager.invalidation_reason}"
+            else:
+                reason = helper(manager, f_locals, cache_entry.compile_id)
+            if reason:
+                reasons.append(reason)
+            cache_entry = cache_entry.next
+        return reasons
+
+    def _callback_from_stance(callback: Any) -> Any:
+        result = dispatch(callback)
+        if (
+            result is callback
+            or callback is None
+            or callback is False
+            or eval_frame._stance.stance != "fail_on_recompile"
+        ):
+            return result
+        refuse = result
+
+        def fail_callback(frame: Any, cache_entry: Any, *args: Any, **kwargs: Any) -> Any:
+            if not trace_rules.check(frame.f_code):  # torch's callback refuses it
+                try:
+                    note(failed_guards(frame, cache_entry), frame)
+                except Exception:  # a nicety: never change what torch does
+                    pass
+            return refuse(frame, cache_entry, *args, **kwargs)
+
+        fail_callback._torchdynamo_orig_callable = refuse  # type: ignore[attr-defined]
+        return fail_callback
+
+    _callback_from_stance.__wrapped__ = dispatch  # type: ignore[attr-defined]
+    return _callback_from_stance
