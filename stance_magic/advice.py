@@ -15,6 +15,13 @@ GUARD_SHARE = 0.10
 MIN_LOOKUPS = 10
 #: A first run peaking this many times above another's earns a memory hint.
 MEMORY_RATIO = 1.25
+#: torch.compile's own work (its wrapper and the lookup) above this share of
+#: a compiled call earns a hint: the compiled piece is small.
+OVERHEAD_SHARE = 0.4
+#: The -u hint only where the lookup (as torch's profiler bounds it) is at
+#: least this share of a compiled call: -u saves part of the lookup, nothing
+#: else (a 1-argument function: 7-10 %, and -u saves nothing measurable).
+LOOKUP_SHARE = 0.15
 
 
 def _causes(rep: Any) -> list[tuple[str, str]]:
@@ -79,6 +86,74 @@ def _all_lookups(k: int) -> str:
     return "the one cache lookup was a hit" if k == 1 else f"all {k} cache lookups were hits"
 
 
+def _measured_parts(parts: Any) -> bool:
+    """Enough timed calls, their lookup bounded by torch's profiler."""
+    return parts is not None and parts.calls >= MIN_LOOKUPS and parts.lookup_bounded
+
+
+def _lookup_matters(parts: Any) -> bool:
+    """-u saves part of the lookup only: worth a hint where the lookup is a
+    real share of a call (or where the calls' parts are not known)."""
+    if not _measured_parts(parts) or not parts.call_s:
+        return True
+    return (parts.lookup_s or 0.0) >= LOOKUP_SHARE * parts.call_s
+
+
+def _overhead_hint(parts: Any, c: Any, error: Any) -> str | None:
+    """torch.compile's own work (its wrapper, the lookup) a large share of
+    each compiled call: the compiled piece is small."""
+    if not _measured_parts(parts) or not parts.call_s or error:
+        return None
+    if c is not None and c.break_even_calls is not None:
+        return None  # compiling pays off here, measured
+    own = (parts.wrapper_s or 0.0) + (parts.lookup_s or 0.0)
+    if own < OVERHEAD_SHARE * parts.call_s:
+        return None
+    return (
+        f"{own / parts.call_s:.0%} of each compiled call is torch.compile's own work (its "
+        f"wrapper {fmt_s(parts.wrapper_s)}, the cache lookup {fmt_s(parts.lookup_s)}), "
+        f"the compiled code {fmt_s(parts.compiled_s)}: compile a larger piece (the loop, or "
+        "the model around it) so that one call does more work; --compare shows whether "
+        "this cell gains at all"
+    )
+
+
+def _lookup_hint(rep: Any, c: Any, compiled_runs: int) -> str | None:
+    """Cache lookups a real share of the run or the cell: -u."""
+    if rep.skip_guard_eval_unsafe:
+        return None
+    if c is not None:
+        if not (rep.lookups.per_lookup_s and c.compiled_s) or rep.recompiles:
+            return None
+        lookups_per_run = (rep.cache_hits + rep.cache_misses) / max(compiled_runs, 1)
+        guard_run = rep.lookups.per_lookup_s * lookups_per_run
+        share = guard_run / c.compiled_s
+        if share < GUARD_SHARE:
+            return None
+        return (
+            f"cache lookups (guards) are {share:.0%} of the steady-state run "
+            f"({fmt_s(guard_run)} of {fmt_s(c.compiled_s)}): -u "
+            "(skip_guard_eval_unsafe) skips most guards and may help, but only once no "
+            "further recompiles are needed; otherwise results are silently wrong"
+        )
+    lk = rep.lookups
+    if (
+        not lk.seconds
+        or rep.error
+        or lk.timed < MIN_LOOKUPS
+        or not rep.wall_s
+        or rep.compiles
+        or lk.seconds / rep.wall_s < GUARD_SHARE
+    ):
+        return None
+    return (
+        f"cache lookups (guards) are {lk.seconds / rep.wall_s:.0%} of this cell "
+        f"({fmt_s(lk.seconds)} of {fmt_s(rep.wall_s)}): -u (skip_guard_eval_unsafe) "
+        "skips most guards and may help once warmed up, with its risk of silently "
+        "wrong results"
+    )
+
+
 def advise(rep: Any) -> list[str]:
     """Hints for one report (with its --compare figures, if any), most useful first."""
     hints: list[str] = []
@@ -112,33 +187,13 @@ def advise(rep: Any) -> list[str]:
         )
     c = getattr(rep, "compare", None)
     compiled_runs = len(c.runs.get("compiled", ())) if c is not None else 0
-    if c is not None and rep.lookups.per_lookup_s and c.compiled_s:
-        lookups_per_run = (rep.cache_hits + rep.cache_misses) / max(compiled_runs, 1)
-        guard_run = rep.lookups.per_lookup_s * lookups_per_run
-        share = guard_run / c.compiled_s
-        if share >= GUARD_SHARE and not rep.recompiles and not rep.skip_guard_eval_unsafe:
-            hints.append(
-                f"cache lookups (guards) are {share:.0%} of the steady-state run "
-                f"({fmt_s(guard_run)} of {fmt_s(c.compiled_s)}): -u "
-                "(skip_guard_eval_unsafe) skips most guards and may help, but only once no "
-                "further recompiles are needed; otherwise results are silently wrong"
-            )
-    elif (
-        c is None
-        and rep.lookups.seconds
-        and not rep.error
-        and rep.lookups.timed >= MIN_LOOKUPS
-        and rep.wall_s
-        and rep.lookups.seconds / rep.wall_s >= GUARD_SHARE
-        and not rep.compiles
-        and not rep.skip_guard_eval_unsafe
-    ):
-        hints.append(
-            f"cache lookups (guards) are {rep.lookups.seconds / rep.wall_s:.0%} of this cell "
-            f"({fmt_s(rep.lookups.seconds)} of {fmt_s(rep.wall_s)}): -u (skip_guard_eval_unsafe) "
-            "skips most guards and may help once warmed up, with its risk of silently "
-            "wrong results"
-        )
+    overhead = _overhead_hint(rep.call_parts, c, rep.error)
+    if overhead:
+        hints.append(overhead)
+    if _lookup_matters(rep.call_parts):
+        lookup = _lookup_hint(rep, c, compiled_runs)
+        if lookup:
+            hints.append(lookup)
     if c is not None:
         if c.break_even_calls is None:
             hints.append(

@@ -29,6 +29,7 @@ from .report import (
     PHASES,
     Budget,
     CacheUse,
+    CallParts,
     CellReport,
     ColdCompile,
     Comparison,
@@ -160,6 +161,7 @@ def build_report(
     if not refused_n and (refused_guards or (error_text and "fail_on_recompile" in error_text)):
         refused_n = 1  # refused from an empty cache: no lookup first
     limits = _recompile_limits(window)
+    lookups = _lookups(window, closed.profiled_lookups)
     frames, caches = compile_caches(frames, window, closed.cache_events, history, loaded)
     figures = closed.memory if memory is None else memory
     return CellReport(
@@ -183,7 +185,8 @@ def build_report(
         cache_hits=window.hits,
         cache_misses=window.misses + sum(rec.cold for rec in window.compiles if rec.kind),
         guard_count=sum(f.guard_count or 0 for f in fwd),
-        lookups=_lookups(window, closed.profiled_lookups),
+        lookups=lookups,
+        call_parts=_cell_parts(lookups.targets),
         eager_fallbacks=sum(1 for m in misses if m.outcome == probe.MISS_EAGER),
         refused_recompiles=refused_n,
         recompile_limits=limits,
@@ -681,12 +684,25 @@ def _weighted_median(pairs: list[tuple[float, float]]) -> float | None:
 
 
 def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
-    """Cache lookups: timed in situ (default), or from the profiler (-g)."""
+    """Cache lookups: timed in situ (default), or from the profiler (-g).
+
+    In situ, a function whose lookup torch's profiler bounded (see
+    :mod:`stance_magic.probe.anatomy`) has each of its own lookups bounded
+    alike: the span from torch.compile's dispatch to the end of the lookup,
+    less the share the profiler shows is not the lookup."""
     weighted_all: list[tuple[float, float]] = []
     targets = []
+    bounded = bool(window.targets)
     for t in window.targets:
         seconds, weighted = _lookup_estimate(t)
+        gap = t.lookup_gap_s if not t.resumed else None  # nested lookups have no gap
+        if gap is not None:
+            seconds = max(seconds - gap * (t.timed + t.sampled), 0.0)
+            weighted = [(max(x - gap, 0.0), w) for x, w in weighted]
+        elif t.timed:
+            bounded = False
         weighted_all += weighted
+        per_lookup = _weighted_median(weighted)
         targets.append(
             LookupTarget(
                 name=t.name,
@@ -696,14 +712,17 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
                 untimed=t.untimed,
                 misses=t.misses,
                 eager_calls=t.eager_calls,
-                per_lookup_s=_weighted_median(weighted),
+                per_lookup_s=per_lookup,
                 sampled=t.sampled,
+                calibrated=t.calibrated,
+                parts=_call_parts(t, gap, per_lookup),
             )
         )
     counts = Lookups(
         timed=window.timed_lookups,
         untimed=window.untimed_lookups,
         sampled=window.sampled_lookups,
+        calibrated=window.calibrated_lookups,
         targets=targets,
     )
     if profiled is not None:
@@ -723,6 +742,7 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
     return replace(
         counts,
         method="in situ",
+        bounded=bounded,
         # each function's timed lookups stand for its counted-only ones too
         seconds=sum(t.seconds for t in targets),
         # per lookup: the median, so one lookup preempted by the OS does not move it
@@ -730,6 +750,75 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
         resumed=window.resumed_lookups,
         untimed_why=window.resume_timing_off or "",
         no_ex_calls=not probe.EX_CALLS_SEEN,
+    )
+
+
+def _median(xs: Sequence[float]) -> float | None:
+    if not xs:
+        return None
+    xs = sorted(xs)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def _call_parts(t: probe.Target, gap: float | None, lookup: float | None) -> CallParts | None:
+    """One function's calls, part by part: medians over its timed calls (a
+    timed call that compiled is left out: its compile is the report's); the
+    lookup is the lookups' own figure (``lookup``: the function's median
+    lookup, bounded by ``gap`` where torch's profiler bounded it)."""
+    if not t.parts and not t.eager_parts:
+        return None
+    into = gap if t.parts and gap is not None else None
+    if not t.parts:
+        lookup = None
+    return CallParts(
+        calls=len(t.parts),
+        before_s=_median([p[0] for p in t.parts if p[0] is not None]),
+        into_s=into,
+        lookup_s=lookup,
+        compiled_s=_median([p[2] for p in t.parts]),
+        after_s=_median([p[3] for p in t.parts]),
+        eager_s=_eager_call(t.eager_parts),
+        eager_calls=len(t.eager_parts),
+        lookup_bounded=gap is not None,
+    )
+
+
+def _eager_call(parts: list[tuple[float | None, float]]) -> float | None:
+    """A call that ran eagerly, whole: its wrapper before the dispatch (where
+    the clock saw it) and the rest, medians."""
+    rest = _median([p[1] for p in parts])
+    if rest is None:
+        return None
+    before = _median([p[0] for p in parts if p[0] is not None])
+    return rest + (before or 0.0)
+
+
+def _cell_parts(targets: Sequence[LookupTarget]) -> CallParts | None:
+    """Every function's parts weighed by its calls (its lookups, timed or
+    counted, for the compiled ones; its eager calls for the eager part)."""
+    compiled = [
+        (t.parts, t.timed + t.sampled) for t in targets if t.parts is not None and t.parts.calls
+    ]
+    eager = [(t.parts, t.parts.eager_calls) for t in targets if t.parts and t.parts.eager_calls]
+    if not compiled and not eager:
+        return None
+
+    def mean(pairs: list[tuple[CallParts, int]], get: Any) -> float | None:
+        known = [(get(p), w) for p, w in pairs if get(p) is not None and w]
+        total = sum(w for _, w in known)
+        return sum(v * w for v, w in known) / total if total else None
+
+    return CallParts(
+        calls=sum(p.calls for p, _ in compiled),
+        before_s=mean(compiled, lambda p: p.before_s),
+        into_s=mean(compiled, lambda p: p.into_s),
+        lookup_s=mean(compiled, lambda p: p.lookup_s),
+        compiled_s=mean(compiled, lambda p: p.compiled_s),
+        after_s=mean(compiled, lambda p: p.after_s),
+        eager_s=mean(eager, lambda p: p.eager_s),
+        eager_calls=sum(p.eager_calls for p, _ in eager),
+        lookup_bounded=bool(compiled) and all(p.lookup_bounded for p, _ in compiled),
     )
 
 

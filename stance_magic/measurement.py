@@ -135,7 +135,8 @@ class Measurement:
             stance=self.stance,
             execution_count=execution_count or self.spec.execution_count,
             window=window,
-            wall_s=wall,
+            # the recorder's own use of torch's profiler is not the cell's
+            wall_s=max(wall - window.overhead_s, 0.0),
             error=error,
             t0=self._t0,
             profiled_lookups=profiled,

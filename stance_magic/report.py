@@ -29,6 +29,7 @@ __all__ = [
     "PHASES",
     "Budget",
     "CacheUse",
+    "CallParts",
     "CellReport",
     "Comparison",
     "CompileCaches",
@@ -262,9 +263,53 @@ class GraphBreak:
         return " ".join(p for p in (self.where, f"`{self.source}`" if self.source else "") if p)
 
 
+@dataclass(frozen=True)
+class CallParts:
+    """Where one compiled call's time goes, part by part (seconds, medians
+    over the timed calls; see :mod:`stance_magic.probe.anatomy`).
+
+    ``wrapper_s`` is torch.compile's wrapper: its Python before it hands the
+    call to Dynamo (``before_s``), its way into Dynamo and Dynamo's own work
+    before and after the lookup (``into_s``), and its Python after the
+    compiled code returns (``after_s``). ``lookup_s`` is Dynamo's cache
+    lookup as torch's profiler bounds it (frame locals and guards: what
+    ``skip_guard_eval_unsafe`` can save part of); ``compiled_s`` the compiled
+    code, from the end of the lookup to its return; ``call_s`` their sum.
+    ``eager_s`` is a whole call that ran eagerly instead (an eager fallback,
+    or no compiled code under the stance; torch.compile's wrapper included),
+    ``eager_calls`` how many did.
+    """
+
+    #: timed calls that ran compiled code, the parts' medians are over
+    calls: int = 0
+    before_s: float | None = None
+    into_s: float | None = None
+    lookup_s: float | None = None
+    compiled_s: float | None = None
+    after_s: float | None = None
+    eager_s: float | None = None
+    eager_calls: int = 0
+    #: the lookup is bounded with torch's profiler (else: from torch.compile's
+    #: dispatch to the end of the lookup, the wrapper's way in included)
+    lookup_bounded: bool = False
+
+    @property
+    def wrapper_s(self) -> float | None:
+        """torch.compile's wrapper: before, into Dynamo and after."""
+        parts = [p for p in (self.before_s, self.into_s, self.after_s) if p is not None]
+        return sum(parts) if parts else None
+
+    @property
+    def call_s(self) -> float | None:
+        """The whole compiled call: the parts' sum (None without timed calls)."""
+        if not self.calls:
+            return None
+        return sum(p for p in (self.wrapper_s, self.lookup_s, self.compiled_s) if p is not None)
+
+
 @dataclass
 class LookupTarget:
-    """Cache lookups of one compiled function in the cell."""
+    """Cache lookups of one compiled function in the cell, and its calls' parts."""
 
     name: str
     where: str
@@ -278,6 +323,10 @@ class LookupTarget:
     #: lookups counted but not timed (sampling after the first ones; see
     #: ``probe.SAMPLE_FIRST``); ``seconds`` is then extrapolated from the timed
     sampled: int = 0
+    #: of the sampled: calls torch's profiler ran over to bound the lookup
+    calibrated: int = 0
+    #: where its calls' time goes (None: no call of it was timed)
+    parts: CallParts | None = None
 
 
 @dataclass(frozen=True)
@@ -290,6 +339,11 @@ class Lookups:
 
     #: "in situ", "profiler" or "" (no lookup timed)
     method: str = ""
+    #: in situ: each lookup bounded as torch's profiler bounds it (the
+    #: profiler ran over a few calls of each function, once a session), the
+    #: rest of the span from torch.compile's dispatch counted as the
+    #: wrapper's; False where no profiler could run (the span whole)
+    bounded: bool = False
     #: the lookups' total seconds (extrapolated over the sampled ones); None
     #: when none could be timed
     seconds: float | None = None
@@ -301,6 +355,9 @@ class Lookups:
     timed: int = 0
     untimed: int = 0
     sampled: int = 0
+    #: of the sampled: the calls torch's profiler ran over to bound the
+    #: lookups (once a session per function; the profiler slows them)
+    calibrated: int = 0
     #: nested lookups timed from the call that made them (sys.monitoring)
     resumed: int = 0
     #: profiler events read (``-g``)
@@ -569,6 +626,10 @@ class CellReport:
     shared: Shared = field(default_factory=Shared)
     #: where the compile time came from (the compile caches)
     compile_caches: CompileCaches = field(default_factory=CompileCaches)
+    #: where a compiled call's time goes in this cell: every function's
+    #: parts (``lookups.targets[i].parts``) weighed by its calls (None: no
+    #: compiled call was timed)
+    call_parts: CallParts | None = None
 
     @property
     def stance_label(self) -> str:
@@ -740,6 +801,8 @@ class CellReport:
             "cache_saved_s": cc.saved_s,
             "cache_loaded_from": cc.loaded_from or "",
             "cache_verdict": cc.verdict,
+            **_parts_row(self.call_parts),
+            "guard_lookups_calibrated": lk.calibrated,
         }
 
     def advice(self) -> list[str]:
@@ -802,6 +865,18 @@ _COMPARE_KEYS = (
     "speedup",
     "break_even_calls",
 )
+
+
+def _parts_row(p: CallParts | None) -> dict[str, Any]:
+    """The parts of a compiled call: columns after every earlier one."""
+    return {
+        "call_s": p.call_s if p is not None else None,
+        "call_wrapper_s": p.wrapper_s if p is not None else None,
+        "call_lookup_s": p.lookup_s if p is not None else None,
+        "call_compiled_s": p.compiled_s if p is not None else None,
+        "call_eager_s": p.eager_s if p is not None else None,
+        "call_lookup_bounded": p.lookup_bounded if p is not None else None,
+    }
 
 
 def _compare_row(c: Comparison | None) -> dict[str, Any]:

@@ -140,6 +140,22 @@ def test_guard_benchmark_quick_run(tmp_path):
 
 
 @pytest.mark.integration
+def test_anatomy_benchmark_quick_run(tmp_path):
+    text, res = _quick("bench_anatomy.py", tmp_path)
+    assert "the anatomy of a compiled call" in text
+    assert [w["workload"] for w in res["workloads"]] == [
+        "a tiny function, 1 argument",
+        "a function of 64 arguments",
+        "GPT-2 (forward, no KV cache)",
+    ]
+    for w in res["workloads"]:
+        assert set(w["parts"]) == {"whole call", "lookup", "compiled code", "eager call"}
+        for part in w["parts"].values():
+            assert part["report_s"] > 0 and part["independent_s"] > 0 and part["ratio"] > 0
+        assert w["wrapper_s"] > 0
+
+
+@pytest.mark.integration
 def test_memory_benchmark_quick_run(tmp_path):
     text, res = _quick("bench_memory.py", tmp_path)
     assert "with -m (cell)" in text and "aot_eager_then_compile vs eager_then_compile" in text

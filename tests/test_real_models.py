@@ -225,7 +225,11 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
     )
     assert res.success
     rep = last(sh)
-    assert rep.cache_hits == n and rep.lookups.timed == n and lookup_bound(rep.lookups) is None
+    lk = rep.lookups
+    # every lookup counted; timed but the few torch's profiler ran over (to
+    # bound the lookup: see test_call_anatomy)
+    assert rep.cache_hits == n == lk.timed + lk.sampled and lk.sampled == lk.calibrated
+    assert lookup_bound(lk) is None
     ours = rep.lookups.per_lookup_s
     with torch.no_grad():
         with lookup_events() as events:

@@ -11,6 +11,7 @@ import statistics
 import pytest
 
 from stance_magic import probe
+from stance_magic.probe import anatomy
 from stance_magic.probe.recorder import _Activation
 
 from conftest import last, run
@@ -65,11 +66,13 @@ def test_every_lookup_counted_and_a_bounded_sample_timed(sh):
     assert rep.cache_hits == (n - 1) + (m - 1)
     (s,) = [t for t in rep.lookups.targets if t.timed + t.sampled == n - 1]
     (o,) = [t for t in rep.lookups.targets if t.timed + t.sampled == m - 1]
-    assert s.timed == expected_timed(n - 1) and s.sampled == n - 1 - s.timed > 0
-    assert (o.timed, o.sampled) == (m - 1, 0)
+    assert s.timed == expected_timed(n - 1 - s.calibrated) and s.sampled == n - 1 - s.timed > 0
+    # the few calls torch's profiler ran over (bounding each function's
+    # lookup, once a session) are counted, not timed
+    assert 0 < o.calibrated == o.sampled < 10 and o.timed == m - 1 - o.calibrated
     assert rep.lookups.timed == s.timed + o.timed
-    assert rep.lookups.sampled == s.sampled
-    assert rep.summary_row()["guard_lookups_sampled"] == s.sampled
+    assert rep.lookups.sampled == s.sampled + o.sampled
+    assert rep.summary_row()["guard_lookups_sampled"] == s.sampled + o.sampled
     # the total: each function's timed mean times its lookups
     assert rep.lookups.seconds == pytest.approx(s.seconds + o.seconds)
     assert s.seconds > 0 and o.seconds > 0
@@ -101,7 +104,8 @@ def test_a_miss_among_the_counted_only_calls_is_handled_in_full(sh):
     # the first call compiled cold (no lookup); the rank change missed once
     assert t.timed + t.sampled == n + 2 and t.misses == 1
     # the miss came among the counted-only calls: counted, not timed
-    assert t.timed == expected_timed(n + 2) and t.sampled == n + 2 - t.timed
+    # (and the few calls torch's profiler ran over, bounding the lookup)
+    assert t.timed == expected_timed(n + 2 - t.calibrated) and t.sampled == n + 2 - t.timed
 
 
 def test_the_extrapolated_total_agrees_with_timing_every_lookup(sh, monkeypatch):
@@ -154,6 +158,9 @@ def test_the_extrapolation_is_exact_on_a_clock_that_ticks_once_a_lookup(sh, monk
     assert sh.run_cell("small(x)").success  # compiled outside the measured cells
     ticks = itertools.count()
     monkeypatch.setattr(get_engine().recorder, "_clock", lambda: next(ticks) * 1e-6)
+    # no bound from torch's profiler (its real seconds against these ticks):
+    # this test checks the extrapolation's arithmetic
+    monkeypatch.setattr(anatomy, "CALIBRATION_TRIES", 0)
     n = 600
     cell = f"%%stance default -q\nfor _ in range({n}):\n    small(x)"
     for every in (False, True):
@@ -291,7 +298,10 @@ def test_counted_only_calls_report_what_timing_every_call_reports(sh, monkeypatc
         reports[every] = measure(sh, monkeypatch, cell, every)
         assert reports[every].compiles == sh.user_ns["cnt"].frame_count
     sampled, full = reports[False], reports[True]
-    assert sampled.lookups.sampled > 0 and full.lookups.sampled == 0
+    # (timing every call: but the few torch's profiler ran over, bounding
+    # each function's lookup once, counted alike in both)
+    assert sampled.lookups.sampled > sampled.lookups.calibrated > 0
+    assert full.lookups.sampled == full.lookups.calibrated == sampled.lookups.calibrated
     assert _counts(sampled) == _counts(full)
     # what each part of the cell did, by the stance in force and torch's records
     assert sampled.eager_calls == {"force_eager": 5} and sampled.eager_fallbacks == 3

@@ -38,6 +38,7 @@ from .frames import (
 from .monitoring import EX_CALLS_SEEN
 from .profiler import (
     CACHE_LOOKUP_EVENT,
+    COMPILED_REGION_EVENT,
     CPU_MEMORY_METHOD,
     CellProfiler,
     MemoryFigure,
@@ -105,6 +106,7 @@ from .version import (
 
 __all__ = [
     "CACHE_LOOKUP_EVENT",
+    "COMPILED_REGION_EVENT",
     "COMPILED_REGION_MESSAGE",
     "CPU_MEMORY_METHOD",
     "DELAYED_CALLBACK_LINKED_SINCE",

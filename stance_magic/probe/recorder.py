@@ -12,6 +12,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .anatomy import CALIBRATE_AFTER, CallClock, LookupBounds
 from .backends import backend_name
 from .breaks import (
     GraphBreakEvent,
@@ -88,6 +89,9 @@ class Target:
     #: lookups of the function's own calls counted but not timed: after the
     #: first :data:`SAMPLE_FIRST`, only 1 in :data:`SAMPLE_EVERY` is timed
     sampled: int = 0
+    #: of the sampled: the calls torch's profiler ran over to bound the
+    #: function's lookup (see probe.anatomy.LookupBounds)
+    calibrated: int = 0
     #: of the timed: the spot checks after the first SAMPLE_FIRST (1 in
     #: SAMPLE_EVERY), which stand for the counted-only lookups, seconds each
     spot_samples: list[float] = field(default_factory=list)
@@ -96,6 +100,19 @@ class Target:
     resumed: int = 0
     #: each timed lookup, seconds
     samples: list[float] = field(default_factory=list)
+    #: each timed call's parts (see probe.anatomy): (wrapper before the
+    #: dispatch or None, dispatch to the end of the lookup, compiled code,
+    #: wrapper after it) for a hit; calls that ran eagerly: their seconds
+    parts: list[tuple[float | None, float, float, float]] = field(default_factory=list)
+    #: calls that ran eagerly: (the wrapper before the dispatch or None, the
+    #: dispatch to the call's end)
+    eager_parts: list[tuple[float | None, float]] = field(default_factory=list)
+    #: the lookup as torch's profiler bounds it (a few calls of the function,
+    #: profiled once a session: see probe.anatomy.LookupBounds) and the share
+    #: of the span from the dispatch that is not the lookup (torch.compile's
+    #: wrapper and Dynamo's preparation): None while unbounded
+    lookup_event_s: float | None = None
+    lookup_gap_s: float | None = None
 
 
 #: What torch did after a cache miss.
@@ -141,6 +158,9 @@ class Window:
     eager_calls: dict[str, int] = field(default_factory=dict)
     #: torch.compiler.reset() ran inside the window
     reset_seen: bool = False
+    #: seconds the recorder's own use of torch's profiler took inside the
+    #: window (bounding lookups: see probe.anatomy.LookupBounds), not the cell's
+    overhead_s: float = 0.0
     #: why nested lookups are not timed from their call (None: they are)
     resume_timing_off: str | None = None
     #: where the graph-break figures come from ("log" or "counters")
@@ -184,6 +204,11 @@ class Window:
         """Lookups counted but not timed (sampling; see :data:`SAMPLE_FIRST`)."""
         return sum(t.sampled for t in self.targets)
 
+    @property
+    def calibrated_lookups(self) -> int:
+        """Of the sampled: lookups the profiler ran over (probe.anatomy)."""
+        return sum(t.calibrated for t in self.targets)
+
 
 @dataclass
 class _Mark:
@@ -204,6 +229,8 @@ class _Mark:
     context: Any = None
     #: each counted-only function's hits so far (see _Sampling.hits)
     sampled: dict[Any, int] = field(default_factory=dict)
+    #: the profiler's start and stop inside cells so far (LookupBounds.overhead_s)
+    overhead_s: float = 0.0
 
 
 #: Lookups of one torch.compile'd function (since the outermost window
@@ -240,14 +267,20 @@ class _Activation:
     """One torch.compile call in flight: when torch handed it to Dynamo."""
 
     __slots__ = (
+        "before",
+        "calibrating",
         "callback",
         "consumed",
         "counted",
         "frame_id",
+        "hit",
         "key",
+        "records",
         "sampled",
         "stance",
         "t0",
+        "t_lookup",
+        "t_out",
         "target",
     )
 
@@ -265,6 +298,15 @@ class _Activation:
         #: only counted: its hit adds one to ``counted.hits`` (see _Sampling)
         self.sampled = False
         self.counted: _Sampling | None = None
+        #: the parts of a timed call (see probe.anatomy): where its wrapper
+        #: started, where its lookup ended (a hit?), the records written by then
+        self.before: float | None = None
+        self.t_lookup: float | None = None
+        self.t_out = 0.0
+        self.hit = False
+        self.records = 0
+        #: torch's profiler runs over this call (see LookupCalibration)
+        self.calibrating = False
 
 
 class Recorder:
@@ -309,7 +351,9 @@ class Recorder:
         "_acts",
         "_aot_seen",
         "_armed",
+        "_bounds",
         "_breaks",
+        "_callclock",
         "_calls",
         "_clock",
         "_code_limits",
@@ -318,6 +362,7 @@ class Recorder:
         "_counted",
         "_cw_code",
         "_ef",
+        "_enter_calls",
         "_events",
         "_fns",
         "_generation",
@@ -347,7 +392,9 @@ class Recorder:
         "_sampling",
         "_sentinel",
         "_shapes",
+        "_tail_act",
         "_threads",
+        "_window_timed",
         "_wrappers",
     )
 
@@ -375,6 +422,18 @@ class Recorder:
         self._reset_hits = 0
         #: torch's attributes replaced while a window is open (see patches)
         self._patches = Patches()
+        #: the parts of a timed call (probe.anatomy), made with the compile_wrapper code
+        self._callclock: CallClock | None = None
+        self._tail_act: _Activation | None = None
+        #: torch's profiler over a few calls per function, once a session
+        self._bounds = LookupBounds(self._clock)
+        #: the dispatch count when the last timed call ended (its successor's
+        #: start is the clock's next_enter)
+        self._enter_calls = -1
+        #: per torch.compile callback, its lookups timed since the outermost
+        #: window opened (the profiler bounds a function's lookup only past
+        #: anatomy.CALIBRATE_AFTER of them in a cell: a short cell stays timed)
+        self._window_timed: dict[Any, int] = {}
         #: code objects at their recompile limit, kept across windows (torch
         #: keeps running them eagerly; several compiled modules can share one,
         #: torch's module wrapper): code -> LimitHit
@@ -488,6 +547,8 @@ class Recorder:
         )
         self._resume.start()
         self._register_context_hook()
+        if self._callclock is None:
+            self._callclock = CallClock(self._clock, self._cw_code)
 
     def _wrapper(self, orig: Any, make: Callable[[Any], Any]) -> Any:
         """``make(orig)``, made once per torch function and kept: a cell
@@ -502,6 +563,11 @@ class Recorder:
             return
         t = _torch_hooks()
         if self._armed:
+            if self._callclock is not None:
+                self._callclock.uninstall()
+                self._callclock.next_enter = None
+            self._tail_act = None
+            self._bounds.stop(self._hits + self._misses, in_cell=False)
             guard_hook = self._hook_fns[1] if self._hook_fns else None
             now = t.c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
             if now is not None and now is not guard_hook:
@@ -664,6 +730,7 @@ class Recorder:
         counted = self._counted
         every = SAMPLE_EVERY
         ef = self._ef
+        clock = self._clock
         compiled_call = self._compiled_call
         lookup = self._lookup
 
@@ -703,7 +770,7 @@ class Recorder:
                             act.sampled = False
                             act.t0 = rec._clock()
                         return result
-                compiled_call(callback, result, f)
+                compiled_call(callback, result, f, clock())
             return result
 
         def _guard_hook(cache_hit: bool) -> bool:
@@ -732,10 +799,11 @@ class Recorder:
         _guard_hook._stance_magic_recorder = self  # type: ignore[attr-defined]
         return _callback_from_stance, _guard_hook
 
-    def _compiled_call(self, callback: Any, result: Any, f: Any) -> None:
+    def _compiled_call(self, callback: Any, result: Any, f: Any, dispatched: float) -> None:
         """A torch.compile call on a measured thread (``f``: its
-        compile_wrapper frame) that is not only counted: it starts an
-        activation whose lookup is timed from now."""
+        compile_wrapper frame; ``dispatched``: when torch's dispatcher
+        returned) that is not only counted: it starts an activation whose
+        lookup is timed from now."""
         self._calls += 1
         prev = self._act
         if prev is not None and not prev.consumed:
@@ -744,11 +812,62 @@ class Recorder:
             self._settle_miss()
         stance = self._ef._stance.stance
         act = _Activation(id(f), 0.0, stance, result, callback)
-        if stance in _EAGER_STANCES or result in (None, False):
+        eager = stance in _EAGER_STANCES or result in (None, False)
+        if eager:
             act.target = self._fn_of(callback, f)
         self._act = act
         self._pin(act, act.frame_id)
+        bounds = self._bounds
+        calibrating = False
+        if bounds.on:
+            calibrating = bounds.profiling()
+            if not calibrating:
+                # eval frame is off here: the profiler stops plain
+                bounds.stop(self._hits + self._misses)
+        clock = self._callclock
+        before = None
+        if clock is not None and clock.next_enter is not None:
+            if clock.next_frame == act.frame_id and self._calls == self._enter_calls + 1:
+                # this call's start, seen by the clock right after the last one
+                before = dispatched - clock.next_enter
+            clock.next_enter = None
+        if not eager and not bounds.on and self._window_timed.get(callback, 0) >= CALIBRATE_AFTER:
+            fn = self._fn_of(callback, f)
+            if bounds.wanted(fn):
+                # a function whose lookups have hit: torch's profiler over a
+                # few calls, once a session (False while another one runs)
+                calibrating = bounds.start(fn, self._hits + self._misses)
+        act.calibrating = calibrating
+        act.before = before
         act.t0 = self._clock()
+        if eager and clock is not None:
+            self._tail_act = act
+            clock.tail(act.frame_id, self._call_done)
+
+    def _call_done(self, back: float, end: float, own: float) -> None:
+        """A timed call ended (see probe.anatomy): its parts, as an event."""
+        act, self._tail_act = self._tail_act, None
+        self._enter_calls = self._calls  # the next call's start: this one's successor's
+        if act is None or act.calibrating:
+            return  # a profiled call is not a timed one: the profiler slows it
+        key = act.target
+        if act.t_lookup is None:  # ran without a lookup (force_eager, ...)
+            self._events.append(("eager_parts", (key, act.before), end - act.t0 - own, end))
+            return
+        if len(self._records) != act.records:
+            return  # it compiled: the compile is the report's, not a part of a call
+        if not act.hit:  # a miss that compiled nothing: it ran eagerly
+            self._events.append(("eager_parts", (key, act.before), end - act.t0 - own, end))
+            return
+        parts = (act.before, act.t_lookup - act.t0, back - act.t_out, end - back - own)
+        self._events.append(("parts", (key, parts), 0.0, end))
+
+    def _lookup_bound(self, fn: Any, t: Target) -> None:
+        """The profiler's bound of ``fn``'s lookup on its target ``t`` (see
+        probe.anatomy.LookupBounds), from the spans of its timed hits."""
+        bound = self._bounds.bound(fn, [p[1] for p in t.parts])
+        if bound is not None:
+            t.lookup_event_s, t.lookup_gap_s = bound
 
     def _pin(self, act: _Activation, frame_id: int) -> None:
         """Name ``act`` the call of the compile_wrapper frame at ``frame_id``
@@ -791,6 +910,8 @@ class Recorder:
                 self._hits += 1
             else:
                 self._misses += 1
+                if self._bounds.on:
+                    self._bounds.missed(self._hits + self._misses)
             act = self._act
             owner = None
             if act is not None and not act.consumed:
@@ -808,17 +929,13 @@ class Recorder:
                     sampling = self._sampling.get(act.key)
                     if sampling is None:
                         sampling = self._sampling[act.key] = _Sampling()
-                    # after the first ones: a spot check, standing for the counted-only
-                    kind = "spot" if sampling.key is not None else "timed"
-                    self._events.append((kind, (key, cache_hit), t - act.t0, t))
-                    sampling.timed += 1
-                    if sampling.timed >= SAMPLE_FIRST and sampling.key is None:
-                        # from now on its calls are only counted, but 1 in SAMPLE_EVERY
-                        sampling.key = key
-                        sampling.ref = callback_ref(act.key)
-                        sampling.act = act
-                        act.counted = sampling
-                        self._counted[act.key] = sampling
+                    if act.calibrating:
+                        # under the profiler: counted, not timed (it slows the call)
+                        if cache_hit:
+                            self._bounds.note(key, t - act.t0, self._hits + self._misses)
+                        self._events.append(("calibrated", (key, cache_hit), 0.0, t))
+                    else:
+                        self._timed(act, sampling, key, cache_hit, t)
             else:
                 # a lookup further down (a resume function after a graph
                 # break, a frame compiled on its own): timed from the call
@@ -828,7 +945,10 @@ class Recorder:
                 key = act.target if act is not None else _caller_key(caller)
                 resume = self._resume
                 start = resume.start_of(caller) if resume.on else None
-                if start is not None:
+                if self._bounds.on:
+                    # under torch's profiler: counted, not timed (it slows the lookup)
+                    self._events.append(("calibrated", (key, cache_hit), 0.0, t))
+                elif start is not None:
                     # a nested lookup, from the call that made it (Python 3.12+)
                     self._events.append(("resumed", (key, cache_hit), t - start, t))
                 else:
@@ -840,6 +960,29 @@ class Recorder:
                 self._pending = MissEvent(key, stance)
                 self._pending_code = None
                 self._miss_list.append(self._pending)
+
+    def _timed(self, act: _Activation, sampling: _Sampling, key: Any, hit: bool, t: float) -> None:
+        """A timed lookup of ``act``'s own function, ended at ``t``; the rest
+        of the call (its compiled code, its end) is timed from here."""
+        # after the first ones: a spot check, standing for the counted-only
+        self._window_timed[act.key] = self._window_timed.get(act.key, 0) + 1
+        kind = "spot" if sampling.key is not None else "timed"
+        self._events.append((kind, (key, hit), t - act.t0, t))
+        clock = self._callclock
+        if clock is not None:
+            act.t_lookup, act.hit, act.records = t, hit, len(self._records)
+            self._tail_act = act
+            clock.tail(act.frame_id, self._call_done)
+            # the compiled code runs from here (this hook's work left out)
+            act.t_out = self._clock()
+        sampling.timed += 1
+        if sampling.timed >= SAMPLE_FIRST and sampling.key is None:
+            # from now on its calls are only counted, but 1 in SAMPLE_EVERY
+            sampling.key = key
+            sampling.ref = callback_ref(act.key)
+            sampling.act = act
+            act.counted = sampling
+            self._counted[act.key] = sampling
 
     def _running_call(self, frame: Any) -> _Activation | None:
         """The innermost torch.compile call whose compile_wrapper frame is on
@@ -1128,6 +1271,7 @@ class Recorder:
         string, or a function giving one when torch compiles."""
         if not self._marks:
             # the running state is clear: __init__ and the last stop() cleared it
+            self._window_timed.clear()
             self._install_log_capture()
             self._install_hooks()
         elif self._sentinel_gone():
@@ -1147,6 +1291,7 @@ class Recorder:
             counters=None if self._log_on else _graph_break_counters(),
             context=context,
             sampled={s: s.hits for s in self._counted.values() if s.hits},
+            overhead_s=self._bounds.overhead_s,
         )
         self._marks.append(mark)
         return mark
@@ -1162,6 +1307,7 @@ class Recorder:
         reset_seen = self._sentinel_gone()
         if reset_seen:
             self._limits.clear()
+            self._bounds.clear()
             self._reset_hits += 1
             self._register_sentinel()
         window = self._window(mark)
@@ -1202,6 +1348,7 @@ class Recorder:
             misses=self._misses - mark.misses,
             compiled_calls=self._calls - mark.calls,
             graph_breaks=list(self._breaks[mark.breaks :]),
+            overhead_s=self._bounds.overhead_s - mark.overhead_s,
         )
         if mark.counters is not None:  # no log artifact in this torch
             window.break_source = "counters"
@@ -1209,12 +1356,14 @@ class Recorder:
         targets: dict[Any, Target] = {}
         keys: list[Any] = []
         for kind, key, seconds, at in self._events[mark.events :]:
-            if kind == "sampled":
+            if kind == "sampled" or kind == "calibrated":
                 obj, hit = key
                 if obj not in keys:
                     keys.append(obj)
                 t = _target(targets, obj)
                 t.sampled += 1
+                if kind == "calibrated":
+                    t.calibrated += 1
                 if not hit:
                     t.misses += 1
                 continue
@@ -1223,6 +1372,14 @@ class Recorder:
                 window.eager_calls[stance] = window.eager_calls.get(stance, 0) + 1
                 t = _target(targets, fn)
                 t.eager_calls += 1
+                continue
+            if kind == "parts":
+                obj, parts = key
+                _target(targets, obj).parts.append(parts)
+                continue
+            if kind == "eager_parts":
+                obj, before = key
+                _target(targets, obj).eager_parts.append((before, seconds))
                 continue
             obj, hit = key
             if obj not in keys:
@@ -1248,6 +1405,8 @@ class Recorder:
                 if sampling.key not in keys:
                     keys.append(sampling.key)
                 _target(targets, sampling.key).sampled += n
+        for obj in keys:
+            self._lookup_bound(obj, _target(targets, obj))
         window.targets = list(targets.values())
         window.resume_timing_off = None if self._resume.on else self._resume.reason
         window.budgets = self._budgets(window, keys)
@@ -1282,6 +1441,13 @@ class Recorder:
     def compiles_so_far(self) -> int:
         """Compile records collected since the outermost window opened."""
         return len(self._records)
+
+    @property
+    def overhead_so_far(self) -> float:
+        """Seconds the recorder's own use of torch's profiler took inside
+        cells (see probe.anatomy.LookupBounds): to leave out of a clock read
+        around a run."""
+        return self._bounds.overhead_s
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,416 @@
+"""The parts of one compiled call: torch.compile's wrapper, Dynamo's cache
+lookup, the compiled code.
+
+torch.compile's ``compile_wrapper`` turns Dynamo's frame hook on and off
+with ``set_eval_frame`` (a function of ``torch._C._dynamo.eval_frame`` that
+``torch/_dynamo/eval_frame.py`` names at module level, and calls through
+``_maybe_set_eval_frame``): once when the call starts (before torch.compile's
+dispatcher, :data:`ENTER`), once right after the compiled code returns
+(:data:`BACK`) and once when the call ends (:data:`DONE`). While a call of a
+measured cell is timed, :class:`CallClock` puts a wrapper in those module
+names that notes when ``compile_wrapper`` makes these calls, so with the
+recorder's two hooks (the dispatcher, the end of the lookup) a call splits
+into: the wrapper before Dynamo (``enter`` to the dispatch), into Dynamo and
+the lookup (the dispatch to the end of the lookup), the compiled code (the
+end of the lookup to ``back``) and the wrapper after it (``back`` to
+``done``).
+
+The wrapper is in torch only from the end of a timed call's lookup to the
+end of that call (the compiled code it covers then runs through it: a few
+hundred nanoseconds), and, to see where the next call starts, from there to
+the next call's start. Counted-only calls never meet it.
+
+Where the lookup itself starts, inside Dynamo's C frame hook, Python cannot
+see: :class:`LookupBounds` runs torch's profiler over a few calls of a
+function, once a session, to read the ``TorchDynamo Cache Lookup`` events
+that bound it; the rest of the span from the dispatch is the wrapper's.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+from .version import _eval_frame
+
+__all__ = ["CALIBRATE_AFTER", "CallClock", "LookupBounds"]
+
+#: The names in ``torch._dynamo.eval_frame`` compile_wrapper calls to turn
+#: Dynamo's frame hook on and off (``_maybe_set_eval_frame`` is
+#: ``set_eval_frame`` itself from torch 2.10, a Python function calling it
+#: on torch 2.8).
+SET = "set_eval_frame"
+MAYBE = "_maybe_set_eval_frame"
+
+
+class CallClock:
+    """Notes when torch.compile's ``compile_wrapper`` turns Dynamo's frame
+    hook on and off, for one timed call at a time.
+
+    ``tail(frame_id, done)``: from now, the next two such calls made by the
+    compile_wrapper frame ``frame_id`` are the compiled code's return and the
+    call's end; ``done(back, end, own)`` gets their clock readings (and the
+    seconds the wrapper spent on its own work in between), and then the
+    clock waits for the next compile_wrapper to start (:attr:`next_enter`)
+    before it takes itself out.
+    """
+
+    __slots__ = (
+        "_clock",
+        "_cw",
+        "_done",
+        "_ef",
+        "_frame_id",
+        "_getframe",
+        "_installed",
+        "_maybe_code",
+        "_origs",
+        "_t_back",
+        "_t_resume",
+        "_wrappers",
+        "next_enter",
+        "next_frame",
+    )
+
+    def __init__(self, clock: Callable[[], float], cw_code: Any) -> None:
+        self._clock = clock
+        self._cw = cw_code
+        self._getframe = sys._getframe
+        self._ef: Any = None
+        self._origs: dict[str, Any] = {}
+        self._wrappers: dict[str, Any] = {}
+        self._installed = False
+        self._maybe_code: Any = None
+        self._frame_id = -1
+        self._done: Callable[[float, float, float], None] | None = None
+        self._t_back: float | None = None
+        self._t_resume = 0.0
+        #: the clock reading where the next compile_wrapper started, and its frame
+        self.next_enter: float | None = None
+        self.next_frame = -1
+
+    # -- installing ---------------------------------------------------------
+    def _install(self, name: str) -> None:
+        ef = self._ef
+        if ef is None:
+            ef = self._ef = _eval_frame()
+            maybe = getattr(ef, MAYBE, None)
+            self._maybe_code = getattr(maybe, "__code__", None)  # torch 2.8: a Python function
+        orig = getattr(ef, name, None)
+        if orig is None:
+            return
+        w = self._wrappers.get(name)
+        if orig is w:
+            return  # in already
+        if name == MAYBE and self._maybe_code is not None:
+            return  # torch 2.8: it calls set_eval_frame, whose wrapper sees it
+        if w is None or self._origs.get(name) is not orig:
+            w = self._wrappers[name] = self._wrap(orig)
+            self._origs[name] = orig
+        setattr(ef, name, w)
+        self._installed = True
+
+    def _take_out(self, name: str) -> None:
+        w = self._wrappers.get(name)
+        if w is not None and getattr(self._ef, name, None) is w:
+            setattr(self._ef, name, self._origs[name])
+
+    def uninstall(self) -> None:
+        """Take the wrappers out (where they are still in); forget the call."""
+        if self._installed:
+            for name in self._wrappers:
+                self._take_out(name)
+            self._installed = False
+        self._done = None
+        self._frame_id = -1
+
+    @property
+    def installed(self) -> bool:
+        return self._installed
+
+    def _wrap(self, orig: Any) -> Any:
+        clock, getframe, cw = self._clock, self._getframe, self._cw
+        clk = self
+
+        def set_eval_frame(callback: Any) -> Any:
+            result = orig(callback)
+            t = clock()
+            f = getframe(1)
+            code = f.f_code
+            if code is not cw:
+                if code is not clk._maybe_code:
+                    return result  # torch.compiler.disable's wrappers and the like
+                f = f.f_back  # torch 2.8: through its _maybe_set_eval_frame
+                if f is None or f.f_code is not cw:
+                    return result
+            clk._on_wrapper(id(f), t)
+            return result
+
+        set_eval_frame._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        # compile_wrapper calls it while Dynamo's frame hook is on (once the
+        # compiled code returns): Dynamo must run it as it runs torch's own
+        # functions, never look it up (torch 2.8's profiler records that
+        # lookup, and a refused lookup there loses the cell's own miss)
+        skip = getattr(self._ef, "skip_code", None)
+        if skip is not None:
+            skip(set_eval_frame.__code__)
+        return set_eval_frame
+
+    # -- a timed call -------------------------------------------------------
+    def tail(self, frame_id: int, done: Callable[[float, float, float], None]) -> None:
+        """Note the return of the compiled code and the end of the call of the
+        compile_wrapper frame ``frame_id``; ``done(back, end, own)`` gets them."""
+        self._frame_id = frame_id
+        self._done = done
+        self._t_back = None
+        self.next_enter = None
+        # set_eval_frame only: the compiled code's own calls of it (torch's
+        # disable wrappers) meet one wrapper, not two
+        self._install(SET)
+
+    def _on_wrapper(self, frame_id: int, t: float) -> None:
+        if frame_id == self._frame_id:
+            if self._t_back is None:
+                self._t_back = t  # the compiled code returned: the call's end is next
+                self._install(MAYBE)
+                self._t_resume = self._clock()  # this wrapper's own work left out
+                return
+            back, done = self._t_back, self._done
+            self._frame_id, self._done, self._t_back = -1, None, None
+            self._take_out(MAYBE)
+            if done is not None:
+                # the call ended (less this wrapper's own work after the compiled
+                # code returned): now watch for the next one's start
+                done(back, t, self._t_resume - back)
+            return
+        if self._done is None and self.next_enter is None:
+            # the next compile_wrapper's start: the last reading needed, taken
+            # after this wrapper's own work
+            self.next_frame = frame_id
+            self.uninstall()
+            self.next_enter = self._clock()
+
+
+#: Calls a calibration may run the profiler over, whatever functions they
+#: call; the first :data:`CALIBRATION_SKIP` lookups are left out (the
+#: profiler's first events after it starts are slow: 7, 2, 1.4, 1.3 µs, then
+#: 1.25 µs, for a 1-argument function on torch 2.13), and a function is
+#: bounded from the fastest of :data:`CALIBRATION_HITS` of its calls that hit
+#: (the slow ones are the profiler's warm-up, not the lookup). A calibration
+#: stops as soon as every function it met has that many.
+CALIBRATION_CALLS = 40
+#: A function's lookups are bounded only once this many of them have been
+#: timed in the cell (a short cell keeps every call timed, unbounded).
+CALIBRATE_AFTER = 8
+CALIBRATION_SKIP = 3
+CALIBRATION_HITS = 4
+#: Calibrations a function may take part in without being bounded (its calls
+#: miss, or another profiler runs): then it is left unbounded for the session.
+CALIBRATION_TRIES = 3
+
+
+class LookupBounds:
+    """Per compiled function, its lookup as torch's profiler bounds it, once a
+    session.
+
+    The recorder times a lookup from torch.compile's dispatcher to the end of
+    the lookup; the ``TorchDynamo Cache Lookup`` event of torch's profiler
+    starts inside Dynamo's C frame hook, where Python cannot see. So once a
+    session, when :data:`CALIBRATE_AFTER` of a function's lookups have been
+    timed in a cell, the profiler runs over the next few compiled calls
+    (:meth:`start`, :meth:`profiling`, :meth:`stop`). The profiler's lookup
+    events come in the order of the lookups the recorder
+    counts (nested ones and counted-only hits too), so a call's own lookup
+    (:meth:`note`) is the event at its place in that count. The fastest of
+    them (after the profiler's own warm-up) is the function's lookup; the
+    share of its span from the dispatch that is not the lookup
+    (:meth:`bound`) comes from its calls after that, with the profiler off
+    (the profiler's own bookkeeping lengthens the span): the smallest such
+    share of any cell so far, so that a cell slowed as a whole (the first, a
+    burst of load) does not shrink the lookups of quieter ones.
+
+    A profiled call is counted, not timed (the profiler slows it), and the
+    profiler's own start and stop inside a cell are in :attr:`overhead_s`,
+    left out of the cell's time.
+    """
+
+    __slots__ = (
+        "_base",
+        "_bounds",
+        "_clock",
+        "_hits",
+        "_on",
+        "_spoiled",
+        "_tries",
+        "calls",
+        "overhead_s",
+        "spans",
+    )
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._on = False
+        #: calls profiled so far in this calibration, and for each one's own
+        #: lookup: its place among the lookups counted since the start, its
+        #: function and its span from the dispatch to the end of the lookup
+        self.calls = 0
+        self.spans: list[tuple[int, Any, float]] = []
+        self._base = 0
+        self._hits: dict[Any, int] = {}
+        #: the place of the first miss (a compile may follow, and a compile
+        #: looks frames up too: the events after it are not the calls'), or None
+        self._spoiled: int | None = None
+        #: function -> [lookup event seconds, share of the span that is not the
+        #: lookup (None until its first unprofiled calls)], or None: unbounded
+        self._bounds: dict[Any, list[float | None] | None] = {}
+        self._tries: dict[Any, int] = {}
+        #: seconds the profiler's start and stop took inside cells, so far
+        self.overhead_s = 0.0
+
+    @property
+    def on(self) -> bool:
+        return self._on
+
+    def wanted(self, fn: Any) -> bool:
+        """Whether ``fn``'s lookup has yet to be bounded (or given up on)."""
+        return fn not in self._bounds
+
+    def start(self, fn: Any, lookups: int) -> bool:
+        """Turn the profiler on for a call of ``fn`` (``lookups``: the
+        recorder's count of lookups so far); False when it could not start
+        (another profiler running)."""
+        tries = self._tries.get(fn, 0)
+        if tries >= CALIBRATION_TRIES:
+            self._bounds[fn] = None
+            return False
+        t0 = self._clock()
+        started = _profiler_start()
+        self.overhead_s += self._clock() - t0
+        if not started:
+            return False
+        self._on, self._spoiled, self._base = True, None, lookups
+        self.calls, self.spans, self._hits = 1, [], {}
+        self._tries[fn] = tries + 1
+        return True
+
+    def profiling(self) -> bool:
+        """At a compiled call's start while the profiler is on: whether it
+        runs over this call too (else :meth:`stop` is next)."""
+        if self._spoiled is not None or self.calls >= CALIBRATION_CALLS:
+            return False
+        if self._hits and all(n >= CALIBRATION_HITS for n in self._hits.values()):
+            return False  # every function it met is bounded
+        self.calls += 1
+        return True
+
+    def note(self, fn: Any, span: float, lookup: int) -> None:
+        """A profiled call's own lookup, a hit (``lookup``: the recorder's
+        count of lookups, this one included): its span from the dispatch."""
+        i = lookup - 1 - self._base
+        self.spans.append((i, fn, span))
+        if i >= CALIBRATION_SKIP and self.wanted(fn):
+            self._hits[fn] = self._hits.get(fn, 0) + 1
+
+    def missed(self, lookup: int) -> None:
+        """A lookup missed while the profiler runs (``lookup``: the recorder's
+        count, this one included): the calibration ends with it."""
+        if self._spoiled is None:
+            self._spoiled = lookup - 1 - self._base
+
+    def stop(self, lookups: int, in_cell: bool = True) -> None:
+        """Turn the profiler off (``lookups``: the recorder's count so far);
+        bound each function met with enough hits."""
+        if not self._on:
+            return
+        self._on = False
+        t0 = self._clock()
+        events = _profiler_stop()
+        if in_cell:
+            self.overhead_s += self._clock() - t0
+        spans, self.spans, self._hits = self.spans, [], {}
+        n = lookups - self._base
+        if events is None:
+            return
+        if self._spoiled is not None:
+            # up to the miss, the events are the lookups counted
+            n = self._spoiled
+            if len(events) < n:
+                return
+        elif len(events) != n:
+            return  # not one event a lookup counted: the functions' later calls try again
+        per_fn: dict[Any, list[float]] = {}
+        for i, fn, _span in spans:
+            if CALIBRATION_SKIP <= i < n and self.wanted(fn):
+                per_fn.setdefault(fn, []).append(events[i])
+        for fn, lookups in per_fn.items():
+            if len(lookups) >= CALIBRATION_HITS:
+                self._bounds[fn] = [min(lookups), None]
+
+    def bound(self, fn: Any, spans: list[float]) -> tuple[float, float] | None:
+        """``fn``'s lookup event and the share of its dispatch-to-lookup-end
+        span that is not the lookup: the median of ``spans`` (a cell's
+        unprofiled timed hits) less the event, the smallest of the session's
+        cells (it depends on the call's path, not on the guards, which the
+        lookup is); None while unbounded."""
+        bound = self._bounds.get(fn)
+        if bound is None:
+            return None
+        lookup, gap = bound
+        assert lookup is not None
+        if spans and (gap is None or len(spans) >= CALIBRATION_HITS):
+            spans = sorted(spans)
+            here = max(spans[len(spans) // 2] - lookup, 0.0)
+            gap = bound[1] = here if gap is None else min(gap, here)
+        if gap is None:
+            return None
+        return lookup, gap
+
+    def clear(self) -> None:
+        """Forget every bound (torch.compiler.reset: new code, new guards)."""
+        self._bounds.clear()
+        self._tries.clear()
+
+
+def _profiler_start() -> bool:
+    from torch._C import _autograd, _profiler
+
+    from .profiler import quiet_fd2
+
+    if _autograd._profiler_enabled():
+        return False  # torch runs one profiler at a time
+    cfg = _profiler.ProfilerConfig(
+        _profiler.ProfilerState.KINETO,
+        False,
+        False,
+        False,
+        False,
+        False,
+        _profiler._ExperimentalConfig(),
+    )
+    activities = {_profiler.ProfilerActivity.CPU}
+    try:
+        with quiet_fd2():
+            _autograd._prepare_profiler(cfg, activities)
+            _autograd._enable_profiler(cfg, activities, set())
+    except Exception:  # a profiler that cannot start: no bound
+        return False
+    return True
+
+
+def _profiler_stop() -> list[float] | None:
+    """The profiler off: the seconds of each lookup event, in order; None if
+    it failed."""
+    from torch._C import _autograd
+
+    from .profiler import CACHE_LOOKUP_EVENT, quiet_fd2
+
+    try:
+        with quiet_fd2():
+            result = _autograd._disable_profiler()
+        events = sorted(
+            (e for e in result.events() if e.name() == CACHE_LOOKUP_EVENT),
+            key=lambda e: e.start_ns(),
+        )
+    except Exception:
+        return None
+    return [e.duration_ns() / 1e9 for e in events]

@@ -1,0 +1,192 @@
+"""The anatomy of a compiled call: torch.compile's wrapper, Dynamo's cache
+lookup as torch's profiler bounds it, the compiled code, and a call that ran
+eagerly, each against a source that does not go through stance_magic (the
+profiler's ``TorchDynamo Cache Lookup`` and ``Torch-Compiled Region`` events,
+the outside clock around a bare loop), on a tiny function, one of 64
+arguments and GPT-2 (benchmarks/bench_anatomy.py is the procedure, and
+prints the figures)."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from stance_magic import advice, probe
+from stance_magic.render import lookup_method
+
+from conftest import html_outputs, last, run, text_outputs
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_anatomy.py"
+_spec = importlib.util.spec_from_file_location("bench_anatomy", BENCH)
+assert _spec is not None and _spec.loader is not None
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+
+@pytest.fixture
+def one_thread():
+    """One intra-op thread: on two busy cores torch's thread pool swings
+    per-call times by far more than the parts measured here."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _workload(which: str):
+    """(a step calling the compiled function, calls a loop)."""
+    for name, step, _n in bench.workloads(quick=True):
+        if name.startswith(which):
+            return step
+    raise LookupError(which)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "which, calls",
+    [("a tiny function", 500), ("a function of 64", 300), ("GPT-2", 20)],
+)
+def test_each_part_within_1_5x_of_the_profiler_and_the_outside_clock(sh, one_thread, which, calls):
+    """Each part of the report's call, over three rounds (the median of each
+    round's ratio): the whole call against the bare loop's clock, the lookup
+    against the profiler's lookup events, the compiled code against its
+    outermost compiled-region events, a call under force_eager against the
+    bare loop under force_eager."""
+    r = bench.anatomy(_workload(which), calls, rounds=3)
+    assert r["bounded"]  # torch's profiler bounded the lookup
+    for part, f in r["parts"].items():
+        assert 1 / 1.5 <= f["ratio"] <= 1.5, (which, part, r["parts"])
+    # the wrapper is what is left of the call: positive, and below the call
+    call = r["parts"]["whole call"]["report_s"]
+    assert 0 < r["wrapper_s"] < call
+
+
+SETUP = "f = torch.compile(lambda x: x + 1, backend='eager')\nx = torch.ones(3)\nf(x); f(x)\n"
+
+
+def test_parts_add_up_and_show_in_text_html_and_csv(sh):
+    sh.run_cell(SETUP)
+    run(sh, "%%stance default -q\nfor _ in range(100):\n    f(x)")  # bounds the lookup, once
+    first = last(sh)
+    assert 0 < first.lookups.calibrated < 20 and first.lookups.bounded
+    res, cap = run(sh, "%%stance default --no-plot\nfor _ in range(100):\n    f(x)")
+    assert res.success
+    rep = last(sh)
+    p = rep.call_parts
+    # every lookup counted (past the first 64 of the function, 1 in 16 timed);
+    # none under the profiler (it ran in the first cell)
+    lk = rep.lookups
+    assert rep.cache_hits == 100 == lk.timed + lk.sampled and lk.calibrated == 0
+    assert p.calls == lk.timed and p.lookup_bounded and p.eager_calls == 0
+    assert p.call_s == pytest.approx(p.wrapper_s + p.lookup_s + p.compiled_s)
+    assert p.wrapper_s == pytest.approx(p.before_s + p.into_s + p.after_s)
+    # the lookup part is the lookups' own figure
+    (target,) = rep.lookups.targets
+    assert p.lookup_s == target.per_lookup_s == rep.lookups.per_lookup_s
+    text = "\n".join(text_outputs(cap))
+    (html,) = [h for h in html_outputs(cap) if "sm-report" in h]
+    for out in (text, html.replace("&#x27;", "'")):
+        assert "a compiled call" in out and "torch.compile's wrapper" in out
+        assert "-u (skip_guard_eval_unsafe) can save part of the lookup" in out
+    assert "each bounded as torch's profiler bounds a lookup" in lookup_method(rep.lookups)
+    row = rep.summary_row()
+    keys = list(row)
+    # the new columns come after every earlier one
+    assert keys[-7:] == [
+        "call_s",
+        "call_wrapper_s",
+        "call_lookup_s",
+        "call_compiled_s",
+        "call_eager_s",
+        "call_lookup_bounded",
+        "guard_lookups_calibrated",
+    ]
+    assert row["call_s"] == p.call_s and row["call_lookup_s"] == p.lookup_s
+    assert row["call_lookup_bounded"] is True and row["guard_lookups_calibrated"] == 0
+
+
+def test_eager_calls_are_a_part_of_their_own(sh):
+    """Calls that run without compiled code (force_eager inside the cell) are
+    timed whole, apart from the compiled ones."""
+    sh.run_cell(SETUP)
+    run(
+        sh,
+        "%%stance default -q\nfor _ in range(30):\n    f(x)\n"
+        "with torch.compiler.set_stance('force_eager'):\n    for _ in range(20):\n        f(x)",
+    )
+    p = last(sh).call_parts
+    assert p.eager_calls == 20 and p.eager_s > 0
+    assert p.calls > 0 and p.call_s > 0
+
+
+def _per_call(step, n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        step()
+    return (time.perf_counter() - t0) / n
+
+
+def test_u_hint_only_where_the_lookup_is_a_real_share_of_a_call(sh, one_thread):
+    """A 1-argument function: the lookup is well under LOOKUP_SHARE of a call
+    (the profiler's events against the outside clock agree) and -u gets no
+    hint (the wrapper's share may); a function of a list of 64 tensors
+    concatenated: the lookup is a quarter of a call, and -u gets its hint."""
+    sh.run_cell(SETUP + "xs = [torch.ones(2) for _ in range(64)]\n")
+    sh.run_cell("cat = torch.compile(lambda xs: torch.cat(xs), backend='eager')\ncat(xs); cat(xs)")
+    cell = "%%stance default -q\nfor _ in range(300):\n    {}"
+    for call in ("f(x)", "cat(xs)"):
+        run(sh, cell.format(call))  # torch's profiler bounds each lookup here
+    run(sh, cell.format("f(x)"))
+    tiny = last(sh)
+    run(sh, cell.format("cat(xs)"))
+    wide = last(sh)
+    # independent: the profiler's lookup events against the bare call
+    shares = {}
+    for name, step in (
+        ("tiny", lambda: sh.user_ns["f"](sh.user_ns["x"])),
+        ("wide", lambda: sh.user_ns["cat"](sh.user_ns["xs"])),
+    ):
+        lookup, _region = bench.profiled(step, 300)
+        shares[name] = lookup / min(_per_call(step, 300) for _ in range(3))
+    assert shares["tiny"] < advice.LOOKUP_SHARE < shares["wide"], shares
+
+    def u_hints(rep):
+        return [h for h in rep.advice() if "skip_guard_eval_unsafe" in h]
+
+    for rep in (tiny, wide):
+        assert rep.call_parts.lookup_bounded and rep.call_parts.calls >= advice.MIN_LOOKUPS
+    assert tiny.call_parts.lookup_s < advice.LOOKUP_SHARE * tiny.call_parts.call_s
+    assert not u_hints(tiny)
+    # the wrapper's hint follows its share (about 0.45 of a call on torch 2.13
+    # here, 0.35 on 2.8, whose compiled code is slower)
+    own = tiny.call_parts.wrapper_s + tiny.call_parts.lookup_s
+    wrapper_hint = any("torch.compile's own work" in h for h in tiny.advice())
+    assert wrapper_hint == (own >= advice.OVERHEAD_SHARE * tiny.call_parts.call_s)
+    assert wide.call_parts.lookup_s >= advice.LOOKUP_SHARE * wide.call_parts.call_s
+    assert u_hints(wide)
+
+
+def test_no_bound_while_another_profiler_runs(sh):
+    """torch runs one profiler at a time: with the user's own running, the
+    lookups stay unbounded (the span from the dispatch, said so), and the
+    user's profiler sees no stop."""
+    sh.run_cell(SETUP)
+    sh.run_cell(
+        "from torch.profiler import profile, ProfilerActivity\n"
+        "prof = profile(activities=[ProfilerActivity.CPU]); prof.__enter__()"
+    )
+    try:
+        run(sh, "%%stance default -q\nfor _ in range(50):\n    f(x)")
+        rep = last(sh)
+        assert torch.autograd.profiler._is_profiler_enabled
+        assert not rep.lookups.bounded and rep.lookups.calibrated == 0
+        assert rep.lookups.timed == 50
+        assert "not bounded by torch's profiler" in lookup_method(rep.lookups)
+    finally:
+        sh.run_cell("prof.__exit__(None, None, None)")
+    events = [e for e in sh.user_ns["prof"].events() if e.name == probe.CACHE_LOOKUP_EVENT]
+    assert len(events) >= 50  # the user's profiler saw the whole cell
