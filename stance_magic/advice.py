@@ -76,6 +76,39 @@ def _limit_hint(lim: Any) -> str:
     return f"{head}{detail}: {raise_it}"
 
 
+def _cudagraph_hints(rep: Any) -> list[str]:
+    """CUDA graphs recorded again, in "why it recompiled" terms: a changing
+    batch size (one graph per size, dynamic or not), or graphs torch could
+    not replay; and graphs torch ran without CUDA graphs."""
+    cg = getattr(rep, "cudagraphs", None)
+    if cg is None or cg.empty:
+        return []
+    hints = []
+    for f in cg.frames:
+        if f.for_new_sizes:
+            hints.append(
+                f"CUDA graphs of {f.frame} re-recorded {_n(f.for_new_sizes, 'time')}: the "
+                "batch size changes; pad it to a few fixed sizes (each size records a graph "
+                "of its own, and a recompile too unless it is marked dynamic)"
+            )
+        if f.rerecorded:
+            why = f" ({f.why[0]})" if f.why else ""
+            hints.append(
+                f"CUDA graphs of {f.frame} re-recorded {_n(f.rerecorded, 'time')} because torch "
+                f"could not replay them{why}: keep the inputs it treats as static (parameters, "
+                "buffers) in place, and clone outputs you keep across calls"
+            )
+    reasons = [s for s in cg.skips if s.reason]
+    if reasons:
+        s = max(reasons, key=lambda x: x.count)
+        at = f" at {s.where}" if s.where else (f" in {s.frame}" if s.frame else "")
+        hints.append(
+            f"{_n(cg.skipped, 'graph')} ran without CUDA graphs{at}: {s.reason}"
+            + (f" (the graph's devices: {', '.join(s.devices)})" if s.devices else "")
+        )
+    return hints
+
+
 def _budget_setting(b: Any) -> str:
     if getattr(b, "per_call", False):
         return f"the recompile_limit={b.limit} of its torch.compile"
@@ -173,6 +206,7 @@ def advise(rep: Any) -> list[str]:
             f"({sized[0]}): try %%stance eager_then_compile, or "
             "torch._dynamo.mark_dynamic on the changing dimension"
         )
+    hints.extend(_cudagraph_hints(rep))
     if not getattr(rep, "recompile_limits", None):
         for c in getattr(rep, "causes", []) or []:
             if c.kind not in ("size", "rank", "dtype"):  # those have their own hint below

@@ -34,6 +34,9 @@ from .report import (
     ColdCompile,
     Comparison,
     CompileCaches,
+    CudaGraphFrame,
+    CudaGraphs,
+    CudaGraphSkip,
     DynamicShapes,
     FrameCompile,
     Gathered,
@@ -90,6 +93,11 @@ class Closed:
     notes: list[str] = field(default_factory=list)
     #: the profiler that ran, for a timeline's runs of compiled code
     profiler: Any = None
+    #: the clock stopped after the CUDA device finished the block's work
+    #: (this process uses CUDA; see probe.sync_if_cuda)
+    synchronized: bool = False
+    #: CUDA graphs recorded, replayed and skipped in the window
+    cudagraphs: probe.CudagraphWindow | None = None
 
     @property
     def compile_s(self) -> float:
@@ -136,6 +144,7 @@ def build_report(
             label=spec.label,
             source=spec.source,
             wall_s=closed.wall_s,
+            synchronized=closed.synchronized,
             compile_breakdown=dict.fromkeys(PHASES, 0.0),
             lookups=_NO_LOOKUPS,
             memory=list(figures),
@@ -144,6 +153,11 @@ def build_report(
             notes=_notes(closed, figures, None) + list(notes)
             if figures or notes or closed.notes or closed.profiler_error
             else [],
+            cudagraphs=(
+                _cudagraphs(closed, [], [])
+                if closed.cudagraphs is not None and not closed.cudagraphs.empty
+                else _NO_CUDAGRAPHS
+            ),
         )
     error_text = error_line(error) if error is not None else None
     frames = _frames(window, stance.name, error)
@@ -173,6 +187,7 @@ def build_report(
         label=spec.label,
         source=spec.source,
         wall_s=closed.wall_s,
+        synchronized=closed.synchronized,
         compile_s=sum(f.seconds for f in frames),
         compile_breakdown=breakdown,
         compiles=len(fwd),
@@ -211,12 +226,17 @@ def build_report(
         compare=compare,
         notes=_notes(closed, figures, error) + list(notes),
         compile_caches=caches,
+        kernel_breakdown=_kernel_parts(window, runtime=False),
+        first_run_breakdown=_kernel_parts(window, runtime=True),
+        cudagraphs=_cudagraphs(closed, frames, recompiles),
     )
 
 
 #: The lookups of a window that saw none (frozen; its empty list is never grown:
 #: nothing but this module writes a report's parts).
 _NO_LOOKUPS = Lookups(seconds=0.0)
+#: The CUDA graphs of a window that saw none (frozen, as above).
+_NO_CUDAGRAPHS = CudaGraphs()
 
 
 def _nothing_seen(window: probe.Window) -> bool:
@@ -572,6 +592,113 @@ def _dynamic_shapes(window: probe.Window, frames: list[FrameCompile]) -> list[Dy
             d.specialized.append(line)
         out.append(d)
     return out
+
+
+# --------------------------------------------------------------------------
+# Inductor's named parts, CUDA graphs
+# --------------------------------------------------------------------------
+
+
+def _kernel_parts(window: probe.Window, *, runtime: bool) -> dict[str, float]:
+    """The named parts torch's records time (see ``probe.KERNEL_FIELDS``):
+    inside the cell's compiles, or (``runtime``) at the first runs after them."""
+    out: dict[str, float] = {}
+    for rec in window.compiles:
+        if rec.runtime != runtime or (not runtime and rec.kind is None):
+            continue
+        for key, seconds in rec.kernel_phases.items():
+            out[key] = out.get(key, 0.0) + seconds
+    return out
+
+
+def _skip_head(reason: str) -> str:
+    """torch's skip reason, its first line without the ``Found from :`` that
+    introduces the stack it prints after it."""
+    head = next((ln.strip() for ln in reason.splitlines() if ln.strip()), "")
+    head = re.sub(r"\.?\s*Found from\s*:?\s*$", "", head)
+    return head
+
+
+def _cudagraphs(
+    closed: Closed, frames: list[FrameCompile], recompiles: list[Recompile]
+) -> CudaGraphs:
+    """The cell's CUDA graphs: what the probe saw torch record, replay and
+    skip, and the skips torch wrote only into its compile records."""
+    cg = closed.cudagraphs
+    skips = list(cg.skips) if cg is not None else []
+    unexplained = cg.unexplained_skips if cg is not None else 0
+    where = {f.compile_id: f.where for f in frames if f.kind == "frame"}
+    # a skip torch wrote into a compile's record that no wrapper saw (the
+    # cell imported Dynamo, so nothing was wrapped when it opened)
+    seen = {s.compile_id for s in skips}
+    from_records = [
+        (rec.compile_id, rec.cudagraph_skip_reason)
+        for rec in closed.window.compiles
+        if rec.cudagraph_skip_reason and rec.compile_id not in seen
+    ]
+    unexplained = max(unexplained - len(from_records), 0)
+    groups: dict[tuple[str, str], CudaGraphSkip] = {}
+    for cid, reason, filename, line, source, devices, logged in [
+        (s.compile_id, s.reason, s.filename, s.line, s.source, s.devices, s.logged) for s in skips
+    ] + [(cid, text, "", None, "", (), True) for cid, text in from_records]:
+        head = _skip_head(reason)
+        if not filename:
+            filename, line, _fn, source = probe.cudagraph_user_line(reason)
+        key = (head, cid)
+        old = groups.get(key)
+        if old is not None:
+            groups[key] = replace(old, count=old.count + 1)
+            continue
+        groups[key] = CudaGraphSkip(
+            reason=head,
+            compile_id=cid,
+            frame=where.get(cid, ""),
+            where=_where(filename, line),
+            source=source or _source_line(filename, line),
+            devices=list(devices),
+            logged=logged,
+        )
+    out = list(groups.values())
+    if unexplained:
+        out.append(CudaGraphSkip(reason="", count=unexplained, logged=False))
+    recordings = cg.recordings if cg is not None else []
+    sized = {
+        r.compile_id for r in recompiles if _causes.decisive(r.failures, r.reason)[0] == "size"
+    }
+    by_frame: dict[str, list[Any]] = {}
+    for r in recordings:
+        by_frame.setdefault(r.compile_id.split("/")[0], []).append(r)
+    graph_frames = []
+    for recs in by_frame.values():
+        ids = list(dict.fromkeys(r.compile_id for r in recs))
+        label = next((where[c] for c in ids if c in where), "")
+        if not label:
+            name = next((r.function for r in recs if r.function), "")
+            label = f"{name or 'compiled graph'} (compile {ids[0]})"
+        rerecords = [r for r in recs if r.rerecord]
+        graph_frames.append(
+            CudaGraphFrame(
+                frame=label,
+                compile_ids=ids,
+                recorded=len(recs),
+                for_new_sizes=sum(
+                    1 for r in recs if not r.rerecord and (r.others or r.compile_id in sized)
+                ),
+                rerecorded=len(rerecords),
+                why=list(dict.fromkeys(r.why for r in rerecords if r.why)),
+                sizes=[list(r.sizes) for r in recs if r.sizes],
+            )
+        )
+    return CudaGraphs(
+        recorded=len(recordings),
+        replayed=sum(cg.replays.values()) if cg is not None else 0,
+        warmups=sum(cg.warmups.values()) if cg is not None else 0,
+        for_new_sizes=sum(f.for_new_sizes for f in graph_frames),
+        rerecorded=sum(f.rerecorded for f in graph_frames),
+        skipped=sum(s.count for s in out),
+        skips=out,
+        frames=graph_frames,
+    )
 
 
 # --------------------------------------------------------------------------

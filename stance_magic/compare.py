@@ -158,8 +158,11 @@ def break_even(
 
 
 def _timed(run: Callable[[], Any]) -> tuple[float, Any]:
+    # on CUDA, each run is timed from and to an idle device (probe.sync_if_cuda)
+    probe.sync_if_cuda()
     t0 = time.perf_counter()
     value = run()
+    probe.sync_if_cuda()
     return time.perf_counter() - t0, value
 
 
@@ -268,6 +271,8 @@ def compare(
         eager_peak_bytes=eager_peak,
         compiled_first_peak_bytes=first_peak,
         compiled_steady_peak_bytes=steady_peak,
+        # CUDA, once in use, stays in use: every run after it began synchronized
+        synchronized=probe.cuda_in_use(),
     )
     rep = m.finish(None, compare=comparison, notes=[*notes, *warnings])
     return CompareResult(rep, eager_runs, compiled_runs, se, sc, value, warnings)

@@ -21,6 +21,7 @@ from . import build, probe
 from .build import Closed
 from .notebook import running_cell_number
 from .probe import caches as probe_caches
+from .probe import cudagraphs as probe_cudagraphs
 
 if TYPE_CHECKING:
     from .probe.caches import CacheEvent
@@ -73,6 +74,9 @@ class Measurement:
             self._cache_mark: int | None = self._cache_watch.start()
         except Exception:  # pragma: no cover - never fail a measurement over it
             self._cache_mark = None
+        # CUDA graphs recorded, replayed and skipped (see probe.cudagraphs)
+        self._cudagraphs = probe_cudagraphs.watch()
+        self._cudagraph_mark = self._cudagraphs.start()
         engine.opened(self)
         self._profiler: probe.CellProfiler | None = None
         self._profiler_error: str | None = None
@@ -84,6 +88,8 @@ class Measurement:
                 )
             except probe.ProfilerBusy as err:
                 self._profiler_error = f"not measured with the profiler: {err}"
+        # on CUDA, the window starts once the GPU finished what came before it
+        probe.sync_if_cuda()
         self._t0 = time.perf_counter()
 
     def context(self) -> str:
@@ -123,6 +129,8 @@ class Measurement:
         number when the front end learns it only at the end."""
         if self._closed is not None:
             return self._closed
+        # on CUDA, the block's kernels have run when the clock stops
+        synchronized = probe.sync_if_cuda()
         wall = time.perf_counter() - self._t0
         self.engine.closed(self)
         profiled: list[float] | None = None
@@ -130,6 +138,7 @@ class Measurement:
         if self._profiler is not None:
             profiled, memory = self._profiler.stop()
         window = self._recorder.stop(self._mark)
+        cudagraphs = self._cudagraphs.stop(self._cudagraph_mark)
         self._closed = Closed(
             spec=self.spec,
             stance=self.stance,
@@ -146,6 +155,8 @@ class Measurement:
             cache_events=self._cache_events(),
             notes=[note] if note else [],
             profiler=self._profiler,
+            synchronized=synchronized,
+            cudagraphs=cudagraphs,
         )
         return self._closed
 

@@ -32,6 +32,9 @@ __all__ = [
     "budget_text",
     "cache_line",
     "cache_verdict",
+    "cudagraph_lines",
+    "cudagraph_skip_text",
+    "cudagraph_value",
     "history_html",
     "history_text",
     "lookup_bound",
@@ -70,15 +73,108 @@ def _breakdown(rep: Any) -> str:
     return ", ".join(parts)
 
 
+#: How the report names Inductor's parts that torch's records time (see
+#: ``probe.KERNEL_FIELDS``).
+KERNEL_LABELS = {
+    "kernel_compile": "kernel compilation (compile workers: Triton on a GPU, C++ on a CPU)",
+    "autotune": "autotuning (max-autotune's benchmarks)",
+    "runtime_autotune": "Triton autotuning",
+    "cudagraph_record": "CUDA graph recording",
+}
+
+
+def _kernel_parts(parts: dict[str, float]) -> str:
+    return ", ".join(
+        f"{label} {fmt_s(parts[k])}" for k, label in KERNEL_LABELS.items() if parts.get(k)
+    )
+
+
+def _kernel_lines(rep: Any) -> list[str]:
+    """The compile time's named parts (inside it) and those timed at the
+    first runs after it; nothing where torch timed none."""
+    lines = []
+    inside = getattr(rep, "kernel_breakdown", None) or {}
+    after = getattr(rep, "first_run_breakdown", None) or {}
+    if any(inside.values()):
+        lines.append(f"of which {_kernel_parts(inside)}")
+    if any(after.values()):
+        lines.append(
+            f"at the first runs after compiling: {_kernel_parts(after)} (in the wall time, "
+            "not the compile time)"
+        )
+    return lines
+
+
+def cudagraph_value(cg: Any) -> str:
+    """``3 recorded (2 for new input sizes), 120 replayed, 1 skipped``."""
+    parts = []
+    if cg.recorded:
+        again = []
+        if cg.for_new_sizes:
+            again.append(f"{cg.for_new_sizes} for new input sizes")
+        if cg.rerecorded:
+            again.append(f"{cg.rerecorded} re-recorded")
+        parts.append(f"{cg.recorded} recorded" + (f" ({', '.join(again)})" if again else ""))
+    if cg.replayed or cg.recorded:
+        parts.append(f"{cg.replayed} replayed")
+    if cg.warmups:
+        parts.append(f"{_plural(cg.warmups, 'warm-up run')}")
+    if cg.skipped:
+        parts.append(f"{cg.skipped} skipped")
+    return ", ".join(parts)
+
+
+def cudagraph_skip_text(s: Any) -> str:
+    """One skip: torch's reason, the frame, the user's line torch pointed at."""
+    if not s.reason:
+        return (
+            f"torch counted {s.count} skip{'s' if s.count != 1 else ''} whose reason "
+            "stance_magic did not see (torch's CUDA-graph modules were imported inside the cell)"
+        )
+    text = f"{s.count}× {s.reason}" if s.count != 1 else s.reason
+    if s.devices:
+        text += f" (the graph's devices: {', '.join(s.devices)})"
+    at = s.frame or (f"compile {s.compile_id}" if s.compile_id else "")
+    if at:
+        text += f"; in {at}"
+    if s.where:
+        text += f"; at {s.where}" + (f" `{s.source}`" if s.source else "")
+    return text
+
+
+def cudagraph_frame_text(f: Any) -> str:
+    """``f (In [2], line 1): 4 recorded, 3 for new input sizes (sizes 8, 16, 32)``."""
+    text = f"{f.frame}: {f.recorded} recorded"
+    if f.for_new_sizes:
+        text += f", {f.for_new_sizes} of them for new input sizes"
+    if f.rerecorded:
+        why = f" ({'; '.join(f.why)})" if f.why else ""
+        text += f", {f.rerecorded} re-recorded{why}"
+    sizes = [", ".join(str(v) for v in s) for s in f.sizes]
+    if len(set(sizes)) > 1:
+        text += f" (sizes {'; '.join(dict.fromkeys(sizes))})"
+    return text
+
+
+def cudagraph_lines(cg: Any) -> list[str]:
+    """The CUDA graphs row's details: each frame's recordings, each skip."""
+    lines = [cudagraph_frame_text(f) for f in cg.frames if f.recorded > 1 or f.rerecorded]
+    lines += [f"skipped: {cudagraph_skip_text(s)}" for s in cg.skips]
+    return lines
+
+
 def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
     """(label, value, detail lines) for each row of a cell report."""
     rows: list[tuple[str, str, list[str]]] = []
     rows.append(("stance", _stance_line(rep), []))
-    rows.append(("wall time", fmt_s(rep.wall_s), []))
+    wall = fmt_s(rep.wall_s)
+    if getattr(rep, "synchronized", False):
+        wall += "  (CUDA synchronized at its start and end: the GPU's work is in it)"
+    rows.append(("wall time", wall, []))
     comp = fmt_s(rep.compile_s)
     if rep.compile_s:
         comp += f"  ({_breakdown(rep)})"
-    rows.append(("compile time", comp, []))
+    rows.append(("compile time", comp, _kernel_lines(rep)))
     rows.append(("compiles", _compiles_value(rep), [_frame_line(rep, f) for f in rep.frames]))
     rows.extend(_cache_rows(rep))
     rows.append(("recompiles", str(len(rep.recompiles)), _recompile_lines(rep)))
@@ -107,19 +203,24 @@ def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
         )
     nb = rep.graph_break_count
     rows.append(("graph breaks", str(nb), _break_lines(rep.graph_break_details)))
+    cg = getattr(rep, "cudagraphs", None)
+    if cg is not None and not cg.empty:
+        rows.append(("CUDA graphs", cudagraph_value(cg), cudagraph_lines(cg)))
     rows.append(("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", []))
     rows.append(("cache lookups", _lookup_value(rep), _lookup_details(rep.lookups)))
     if rep.call_parts is not None:
         rows.append(("a compiled call", _parts_value(rep.call_parts), _parts_details(rep)))
     for fig in rep.memory:
-        rows.append(
-            (
-                f"memory ({fig.device})",
-                f"peak {fmt_bytes(fig.peak_bytes)} above the start; "
-                f"{fmt_bytes(fig.end_bytes, signed=True)} left at the end",
-                [fig.method],
-            )
+        value = (
+            f"peak {fmt_bytes(fig.peak_bytes)} above the start; "
+            f"{fmt_bytes(fig.end_bytes, signed=True)} left at the end"
         )
+        if getattr(fig, "peak_reserved_bytes", None) is not None:
+            value += (
+                f"; reserved by the caching allocator: peak {fmt_bytes(fig.peak_reserved_bytes)}, "
+                f"{fmt_bytes(fig.reserved_bytes)} at the end"
+            )
+        rows.append((f"memory ({fig.device})", value, [fig.method]))
     if rep.stance == "eager_on_recompile" or rep.eager_fallbacks:
         why = (
             []
@@ -155,7 +256,12 @@ def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
     if c is not None:
         rows.append(("eager (steady)", fmt_s(c.eager_s), []))
         rows.append(("compiled (steady)", fmt_s(c.compiled_s), []))
-        rows.append(("speedup", f"{c.speedup:.2f}×" if c.speedup else "n/a", []))
+        synced = (
+            ["every run timed from and to a synchronized CUDA device"]
+            if getattr(c, "synchronized", False)
+            else []
+        )
+        rows.append(("speedup", f"{c.speedup:.2f}×" if c.speedup else "n/a", synced))
         be = (
             "never (compiled is not faster)"
             if c.break_even_calls is None

@@ -33,6 +33,9 @@ __all__ = [
     "CellReport",
     "Comparison",
     "CompileCaches",
+    "CudaGraphFrame",
+    "CudaGraphSkip",
+    "CudaGraphs",
     "DynamicShapes",
     "FrameCompile",
     "Gathered",
@@ -451,6 +454,9 @@ class Comparison:
     eager_peak_bytes: int | None = None
     compiled_first_peak_bytes: int | None = None
     compiled_steady_peak_bytes: int | None = None
+    #: every run was timed from and to a synchronized CUDA device (False: no
+    #: CUDA in use, so nothing ran asynchronously)
+    synchronized: bool = False
 
 
 @dataclass(frozen=True)
@@ -526,6 +532,73 @@ class Shared:
 
 
 @dataclass(frozen=True)
+class CudaGraphSkip:
+    """Graphs torch ran without CUDA graphs for one reason (see
+    :mod:`stance_magic.probe.cudagraphs`)."""
+
+    #: torch's reason, its first line (``skipping cudagraphs due to mutated
+    #: inputs (1 instances)``; "" when torch gave none)
+    reason: str
+    count: int = 1
+    #: the compile it came from (``0/0``; "" at run time) and that compile's frame
+    compile_id: str = ""
+    frame: str = ""
+    #: the user's line torch found the cause at (``In [3], line 2``) and its source
+    where: str = ""
+    source: str = ""
+    #: the graph's devices, where torch skipped without a word (``cpu``)
+    devices: list[str] = field(default_factory=list)
+    #: torch logged the skip (False: it only counted it)
+    logged: bool = True
+
+
+@dataclass(frozen=True)
+class CudaGraphFrame:
+    """The CUDA graphs torch recorded in the cell for one compiled frame
+    (its forward, backward or inference graphs together)."""
+
+    #: the frame as the compiles row names it (``f (In [2], line 1)``)
+    frame: str
+    #: the compile ids whose graphs were recorded, in order
+    compile_ids: list[str] = field(default_factory=list)
+    recorded: int = 0
+    #: of those: recorded again because the batch size (an input size)
+    #: changed: for a new size of a graph with dynamic shapes (torch records
+    #: one graph per size), or after a recompile for a size change
+    for_new_sizes: int = 0
+    #: of those: recorded again at the same place because torch could not
+    #: replay the graph it had (its invariant check failed), and why
+    rerecorded: int = 0
+    why: list[str] = field(default_factory=list)
+    #: the integer inputs (sizes) of each graph recorded, where it had any
+    sizes: list[list[int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CudaGraphs:
+    """CUDA graphs in the cell (``mode="reduce-overhead"``, the
+    ``cudagraphs`` backend): recorded, replayed, recorded again and
+    skipped, as torch's CUDA-graph trees did them."""
+
+    recorded: int = 0
+    replayed: int = 0
+    #: warm-up runs (torch runs a graph eagerly before recording it)
+    warmups: int = 0
+    #: recordings beyond a frame's first: for new sizes, or re-records
+    for_new_sizes: int = 0
+    rerecorded: int = 0
+    #: graphs run without CUDA graphs, with torch's reasons (grouped)
+    skipped: int = 0
+    skips: list[CudaGraphSkip] = field(default_factory=list)
+    #: per compiled frame that recorded graphs
+    frames: list[CudaGraphFrame] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.recorded or self.replayed or self.warmups or self.skipped)
+
+
+@dataclass(frozen=True)
 class Gathered:
     """How one rank's report of a block took part in a gather across ranks."""
 
@@ -561,6 +634,9 @@ class CellReport:
     label: str | None = None
     source: str = ""
     wall_s: float = 0.0
+    #: the CUDA device was synchronized at the start and the end of the
+    #: block, so ``wall_s`` includes its kernels (False: no CUDA in use)
+    synchronized: bool = False
     compile_s: float = 0.0
     compile_breakdown: dict[str, float] = field(default_factory=dict)
     compiles: int = 0
@@ -630,6 +706,17 @@ class CellReport:
     #: parts (``lookups.targets[i].parts``) weighed by its calls (None: no
     #: compiled call was timed)
     call_parts: CallParts | None = None
+    #: named parts inside the compile time, where torch's records time them
+    #: (seconds; only those above zero): ``kernel_compile`` (the compile
+    #: workers: Triton kernels on a GPU, C++ on a CPU), ``autotune``
+    #: (max-autotune's benchmarks), ``runtime_autotune`` (Triton's autotuning
+    #: when run inside a compile), ``cudagraph_record``
+    kernel_breakdown: dict[str, float] = field(default_factory=dict)
+    #: the same, timed after compiling at the first runs of compiled code
+    #: (torch's runtime records): in the wall time, not the compile time
+    first_run_breakdown: dict[str, float] = field(default_factory=dict)
+    #: CUDA graphs recorded, replayed and skipped in the cell
+    cudagraphs: CudaGraphs = field(default_factory=CudaGraphs)
 
     @property
     def stance_label(self) -> str:
@@ -803,6 +890,7 @@ class CellReport:
             "cache_verdict": cc.verdict,
             **_parts_row(self.call_parts),
             "guard_lookups_calibrated": lk.calibrated,
+            **_cuda_row(self),
         }
 
     def advice(self) -> list[str]:
@@ -876,6 +964,30 @@ def _parts_row(p: CallParts | None) -> dict[str, Any]:
         "call_compiled_s": p.compiled_s if p is not None else None,
         "call_eager_s": p.eager_s if p is not None else None,
         "call_lookup_bounded": p.lookup_bounded if p is not None else None,
+    }
+
+
+def _cuda_row(rep: CellReport) -> dict[str, Any]:
+    """The GPU's columns of a summary row, after every other: whether the
+    times were synchronized, Inductor's named parts, CUDA graphs, CUDA memory."""
+    cg = rep.cudagraphs
+    cuda = next((m for m in rep.memory if m.device.startswith("cuda")), None)
+    kb, fr = rep.kernel_breakdown, rep.first_run_breakdown
+    return {
+        "synchronized": rep.synchronized,
+        "kernel_compile_s": kb.get("kernel_compile", 0.0),
+        "autotune_s": kb.get("autotune", 0.0),
+        "first_run_autotune_s": fr.get("runtime_autotune", 0.0),
+        "cudagraph_record_s": fr.get("cudagraph_record", 0.0) + kb.get("cudagraph_record", 0.0),
+        "cudagraphs_recorded": cg.recorded,
+        "cudagraphs_for_new_sizes": cg.for_new_sizes,
+        "cudagraphs_rerecorded": cg.rerecorded,
+        "cudagraphs_replayed": cg.replayed,
+        "cudagraphs_skipped": cg.skipped,
+        "cudagraph_skip_reasons": " | ".join(s.reason for s in cg.skips if s.reason),
+        "cuda_peak_bytes": cuda.peak_bytes if cuda is not None else None,
+        "cuda_peak_reserved_bytes": cuda.peak_reserved_bytes if cuda is not None else None,
+        "cuda_reserved_bytes": cuda.reserved_bytes if cuda is not None else None,
     }
 
 

@@ -27,6 +27,13 @@ HAS_CONTEXTS = probe.torch_version() >= probe.RECOMPILE_USER_CONTEXTS_SINCE
 HAS_PER_CALL_LIMIT = "recompile_limit" in inspect.signature(torch.compile).parameters
 
 
+def cuda_test(fn: Any) -> Any:
+    """A test that needs a CUDA device: marked ``cuda`` (``benchmarks/gpu_check.py``
+    runs them, ``pytest -m cuda``) and skipped, with that reason, without one."""
+    skip = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+    return pytest.mark.cuda(skip(fn))
+
+
 @pytest.fixture
 def shell():
     """A new InteractiveShell with stance_magic loaded and every format active."""

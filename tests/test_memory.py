@@ -9,7 +9,7 @@ from IPython.core.error import UsageError
 import stance_magic
 from stance_magic import probe
 
-from conftest import html_outputs, last, run, text_outputs
+from conftest import cuda_test, html_outputs, last, run, text_outputs
 
 MB64 = 16 * 1024 * 1024 * 4  # bytes of torch.ones(16 Mi) in float32
 
@@ -149,7 +149,7 @@ def test_memory_and_profile_guards_with_compare_is_refused(sh):
     assert isinstance(res.error_in_exec, UsageError) and "ran" not in sh.user_ns
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+@cuda_test
 def test_cuda_memory_from_the_caching_allocator(sh):  # pragma: no cover - needs a GPU
     run(sh, "x0 = torch.ones(1, device='cuda')")
     run(sh, "%%stance default -m -q\nx = torch.ones(16 * 1024 * 1024, device='cuda')\ndel x")
@@ -157,6 +157,48 @@ def test_cuda_memory_from_the_caching_allocator(sh):  # pragma: no cover - needs
     cuda = [f for f in rep.memory if f.device.startswith("cuda")]
     assert cuda and cuda[0].peak_bytes == pytest.approx(MB64, rel=0.03)
     assert abs(cuda[0].end_bytes) < 1024
+
+
+@cuda_test
+def test_cuda_reserved_bytes_beside_the_peak(sh):  # pragma: no cover - needs a GPU
+    """The caching allocator's pool (reserved) beside the peak allocated:
+    read back against torch's own counters, and kept by the allocator after
+    the tensor is freed."""
+    run(sh, "x0 = torch.ones(1, device='cuda')")
+    res, cap = run(
+        sh, "%%stance default -m\nx = torch.ones(16 * 1024 * 1024, device='cuda')\ndel x"
+    )
+    assert res.success
+    (cuda,) = [f for f in last(sh).memory if f.device.startswith("cuda")]
+    assert cuda.peak_reserved_bytes >= cuda.peak_bytes >= MB64 * 0.97
+    assert cuda.reserved_bytes == torch.cuda.memory_reserved()
+    assert cuda.peak_reserved_bytes == torch.cuda.max_memory_reserved()
+    text = "\n".join(text_outputs(cap))
+    assert "reserved by the caching allocator: peak" in text
+    row = last(sh).summary_row()
+    assert row["cuda_peak_bytes"] == cuda.peak_bytes
+    assert row["cuda_peak_reserved_bytes"] == cuda.peak_reserved_bytes
+
+
+@cuda_test
+def test_cuda_first_used_in_the_cell_is_measured(sh):  # pragma: no cover - needs a GPU
+    """A cell that initializes CUDA itself still gets its CUDA figure (from
+    the allocator's start), unless an earlier cell of this process used CUDA."""
+    if torch.cuda.is_initialized():
+        pytest.skip("CUDA was initialized by an earlier test of this process")
+    run(sh, "%%stance default -m -q\nx = torch.ones(16 * 1024 * 1024, device='cuda')")
+    (cuda,) = [f for f in last(sh).memory if f.device.startswith("cuda")]
+    assert cuda.peak_bytes == pytest.approx(MB64, rel=0.03)
+    assert cuda.note and "first used in this block" in cuda.note
+
+
+def test_cpu_figures_carry_no_reserved_bytes(sh):
+    run(sh, "%%stance default -m -q\nx = torch.ones(1000)")
+    (fig,) = last(sh).memory
+    assert fig.reserved_bytes is None and fig.peak_reserved_bytes is None
+    assert "reserved" not in str(last(sh))
+    row = last(sh).summary_row()
+    assert row["cuda_peak_bytes"] is None and row["cuda_reserved_bytes"] is None
 
 
 def test_history_chart_marks_each_cells_peak(sh):

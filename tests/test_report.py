@@ -628,7 +628,12 @@ CSV_COLUMNS = (
     "fx_cache_misses fx_cache_bypasses aot_cache_hits aot_cache_misses aot_cache_bypasses "
     "cache_state cache_loaded_s cache_generated_s cache_saved_s cache_loaded_from "
     "cache_verdict call_s call_wrapper_s call_lookup_s call_compiled_s call_eager_s "
-    "call_lookup_bounded guard_lookups_calibrated"
+    "call_lookup_bounded guard_lookups_calibrated "
+    # the GPU's columns (report._cuda_row), after every other
+    "synchronized kernel_compile_s autotune_s first_run_autotune_s cudagraph_record_s "
+    "cudagraphs_recorded cudagraphs_for_new_sizes cudagraphs_rerecorded cudagraphs_replayed "
+    "cudagraphs_skipped cudagraph_skip_reasons cuda_peak_bytes cuda_peak_reserved_bytes "
+    "cuda_reserved_bytes"
 ).split()
 
 

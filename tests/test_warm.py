@@ -506,9 +506,8 @@ def test_history_columns_chart_and_export_carry_the_cache_figures(tmp_path):
         "cache_verdict",
     ]
     # the earlier keys keep their place; the new ones follow them
-    assert head == list(hot.summary_row())
     at = head.index("error") + 1
-    assert head[at : at + len(new)] == new
+    assert head == list(hot.summary_row()) and head[at : at + len(new)] == new
     data = json.loads((tmp_path / "h.json").read_text())
     assert data[1]["frames"][0]["caches"][0]["hits"] == 1
     assert data[1]["compile_caches"]["verdict"] == hot.compile_caches.verdict

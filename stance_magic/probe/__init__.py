@@ -13,9 +13,11 @@ here), :mod:`.releases` (every difference between torch releases),
 :mod:`.stances`, :mod:`.backends`, :mod:`.frames` (what a call called, how a
 frame is named), :mod:`.records` (compile records), :mod:`.breaks` (graph
 breaks and torch's registry), :mod:`.shapes` (dynamic dimensions),
-:mod:`.profiler` (lookups and memory), :mod:`.recorder` (the hooks and their
-windows). The names the rest of stance_magic uses are handed on here (and only
-those: a test that needs another reads it from its module).
+:mod:`.profiler` (lookups and memory), :mod:`.device` (CUDA and the clocks),
+:mod:`.cudagraphs` (CUDA graphs recorded, replayed and skipped),
+:mod:`.recorder` (the hooks and their windows). The names the rest of
+stance_magic uses are handed on here (and only those: a test that needs
+another reads it from its module).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from .breaks import (
     break_summary,
     graph_break_type,
 )
+from .cudagraphs import CudagraphWindow
+from .cudagraphs import user_line as cudagraph_user_line
+from .device import cuda_in_use, sync_if_cuda
 from .frames import (
     NOTEBOOK,
     is_user_file,
@@ -131,6 +136,7 @@ __all__ = [
     "CellProfiler",
     "CompileRecord",
     "CompiledRegionError",
+    "CudagraphWindow",
     "FrameBudget",
     "LimitHit",
     "MemoryFigure",
@@ -143,6 +149,8 @@ __all__ = [
     "break_summary",
     "cache_entries",
     "callback_ref",
+    "cuda_in_use",
+    "cudagraph_user_line",
     "delayed_callback_unlinked",
     "delayed_stance_warning",
     "deque_limit",
@@ -165,6 +173,7 @@ __all__ = [
     "set_stance",
     "split_recompile_reason",
     "supported_stances",
+    "sync_if_cuda",
     "torch_problem",
     "torch_stance",
     "torch_str",

@@ -55,11 +55,20 @@ class MemoryFigure:
     events: int | None = None
     #: what the method changed that the user may notice
     note: str | None = None
+    #: CUDA only: bytes the caching allocator held from the device at the end
+    #: (``torch.cuda.memory_reserved``) and at most during the block
+    #: (``max_memory_reserved``, its peak reset at the start); absolute, not
+    #: above the start: what the device has given to this process's pool
+    reserved_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
 
 
 #: How the CPU figure is obtained (said in the report).
 CPU_MEMORY_METHOD = "torch profiler memory events (every CPU allocation and free, summed in order)"
-CUDA_MEMORY_METHOD = "CUDA caching allocator statistics (memory_allocated, max_memory_allocated)"
+CUDA_MEMORY_METHOD = (
+    "CUDA caching allocator statistics (memory_allocated, max_memory_allocated; "
+    "memory_reserved, max_memory_reserved)"
+)
 
 
 class ProfilerBusy(RuntimeError):
@@ -107,7 +116,7 @@ class CellProfiler:
         # scopes: every operator for lookups; for memory alone only the user's
         # own record_function ranges, so operators are not recorded at all
         scopes = set() if lookups or regions else {_profiler.RecordScope.USER_SCOPE}
-        if memory and torch.cuda.is_available() and torch.cuda.is_initialized():
+        if memory and _cuda_in_use(torch):
             dev = torch.cuda.current_device()
             before_peak = torch.cuda.max_memory_allocated(dev)
             torch.cuda.reset_peak_memory_stats(dev)
@@ -164,8 +173,19 @@ class CellProfiler:
                 if running > peak:
                     peak = running
             figures.append(MemoryFigure("cpu", peak, running, CPU_MEMORY_METHOD, len(mem)))
-        if self._cuda is not None:
-            dev, start, before_peak = self._cuda
+        cuda = self._cuda
+        note = None
+        if cuda is not None:
+            note = (
+                "torch.cuda.max_memory_allocated() and max_memory_reserved() were reset at "
+                f"the start of the block (the first stood at {cuda[2]} bytes)"
+            )
+        elif self.memory and _cuda_in_use(torch):
+            # the block initialized CUDA: every figure since then is the block's
+            cuda = (torch.cuda.current_device(), 0, 0)
+            note = "CUDA was first used in this block: its figures count from its start"
+        if cuda is not None:
+            dev, start, _before_peak = cuda
             now = torch.cuda.memory_allocated(dev)
             peak = torch.cuda.max_memory_allocated(dev)
             figures.append(
@@ -174,13 +194,18 @@ class CellProfiler:
                     max(peak - start, 0),
                     now - start,
                     CUDA_MEMORY_METHOD,
-                    note=(
-                        "torch.cuda.max_memory_allocated() was reset at the start of the "
-                        f"block (it stood at {before_peak} bytes)"
-                    ),
+                    note=note,
+                    reserved_bytes=int(torch.cuda.memory_reserved(dev)),
+                    peak_reserved_bytes=int(torch.cuda.max_memory_reserved(dev)),
                 )
             )
         return lookups, figures
+
+
+def _cuda_in_use(torch: object) -> bool:
+    """CUDA is available and this process initialized it (never initializes it)."""
+    cuda = torch.cuda  # type: ignore[attr-defined]
+    return bool(cuda.is_available() and cuda.is_initialized())
 
 
 def _on_perf_clock(

@@ -193,6 +193,35 @@ def record_phases(rec: Any, aot_autograd: bool | None = None) -> dict[str, float
     return parts
 
 
+#: Named parts of Inductor's work that torch's records time (µs fields, the
+#: same in 2.8, 2.10 and 2.13); each is nested inside the exclusive phases
+#: of a compile record, or timed at run time in a runtime record:
+#: ``triton_compile_time_us`` is torch's wait for its compile workers
+#: (``async_compile.precompile`` / ``.wait``: Triton kernels on a GPU, the
+#: C++ kernels on a CPU), ``compile_time_autotune_time_us`` max-autotune's
+#: benchmarks of kernel choices, ``runtime_triton_autotune_time_us`` Triton's
+#: autotuning of a kernel's launch configurations (at its first run),
+#: ``runtime_cudagraphify_time_us`` recording CUDA graphs.
+KERNEL_FIELDS = {
+    "kernel_compile": "triton_compile_time_us",
+    "autotune": "compile_time_autotune_time_us",
+    "runtime_autotune": "runtime_triton_autotune_time_us",
+    "cudagraph_record": "runtime_cudagraphify_time_us",
+}
+
+
+def record_kernel_phases(rec: Any) -> dict[str, float]:
+    """The named parts of :data:`KERNEL_FIELDS` that one record times, in
+    seconds (only those above zero: a torch without a field, a backend that
+    does not use them, a CPU, add nothing)."""
+    out = {}
+    for key, name in KERNEL_FIELDS.items():
+        v = getattr(rec, name, None)
+        if isinstance(v, (int, float)) and v > 0:
+            out[key] = v / 1e6
+    return out
+
+
 def record_total_s(rec: Any) -> float:
     """Wall seconds torch attributes to one compile record."""
     v = getattr(rec, "entire_frame_compile_time_s", None)
@@ -363,6 +392,12 @@ class CompileRecord:
     #: torch.compile(module)'s wrapper frame around the module call
     module_wrapper: bool
     info: RecordInfo = field(default_factory=RecordInfo)
+    #: the named parts of :func:`record_kernel_phases`
+    kernel_phases: dict[str, float] = field(default_factory=dict)
+    #: a runtime record (timed at the first runs, not in a compile)
+    runtime: bool = False
+    #: the reason torch wrote for skipping CUDA graphs in this compile
+    cudagraph_skip_reason: str | None = None
 
     @property
     def failed(self) -> str | None:
@@ -400,6 +435,9 @@ def read_record(rec: Any, info: RecordInfo | None = None) -> CompileRecord:
         start_time_us=getattr(rec, "start_time_us", None),
         module_wrapper=is_module_wrapper(rec),
         info=info,
+        kernel_phases=record_kernel_phases(rec),
+        runtime=bool(getattr(rec, "is_runtime", False)),
+        cudagraph_skip_reason=getattr(rec, "cudagraph_skip_reason", None) or None,
     )
 
 

@@ -1,0 +1,664 @@
+"""The GPU check: stance_magic's CUDA tests and CUDA figures, in one run of under 8 minutes.
+
+Run from the repository root on a machine with an NVIDIA GPU and a CUDA build
+of torch (2.8 or later)::
+
+    python benchmarks/gpu_check.py                 # figures to $OUT, else ./gpu_check_out
+    python benchmarks/gpu_check.py --out DIR       # figures to DIR
+    python benchmarks/gpu_check.py --quick         # the in-process figures only (~1 min)
+
+Without a CUDA device it prints ``no CUDA device: nothing to check``, writes
+``gpu_check.json`` saying so, and exits 0.
+
+What it does, each step bounded by what is left of ``--budget`` (450 s); steps
+1-4 run in this process in an Inductor cache directory of their own (so the
+first compile is cold), in the order 4, 1, 2, 3:
+
+1. **Synchronized timings** (GPT-2 from a small config, ``tests/models.py``,
+   on the GPU): ``--compare``'s eager and compiled medians and speedup as
+   stance_magic measures them now (synchronized), and as it measured them
+   before (``probe.sync_if_cuda`` switched off: kernel launches only), beside
+   CUDA events around one eager and one compiled run.
+2. **CUDA graphs** (``mode="reduce-overhead"``): a fixed-shape block (recorded,
+   replayed), a changing batch size (recordings for new sizes and the hint), a
+   function that mutates its input and one given CPU tensors (skips, with
+   torch's reasons and the user's line); each report's text is kept.
+3. **CUDA memory**: a measured block's CUDA peak and reserved bytes against
+   ``torch.cuda.max_memory_allocated()`` / ``max_memory_reserved()`` read
+   independently around the same work (a 256 MB temporary, a GPT-2 forward).
+4. **Compile phases**: the named parts of a cold GPT-2 compile (Triton kernel
+   compilation) and of a ``max-autotune-no-cudagraphs`` matmul (autotuning).
+5. **The CUDA tests**: ``pytest -m cuda tests`` (needs IPython; output kept).
+6. **Warm start**, in fresh processes (GPT-2 on the GPU, first compiled call,
+   synchronized): (a) cold, empty cache directory, then ``save_cache``;
+   (b) the same directory; (c) an empty directory and ``load_cache`` of (a)'s
+   file. The issue's goal: (c) ≤ 0.2× (a).
+
+Everything goes to ``--out``: ``gpu_check.json`` (every figure),
+``gpu_check.txt`` (the summary printed at the end), ``cuda-tests.txt``
+(pytest's output), ``reports/*.txt`` (each measured block's report).
+
+**To carry to a machine without network** (the GPU machine has torch, Triton,
+matplotlib, transformers and pytest; check with ``pip list``): wheels of
+``ipython`` (with its dependencies ``traitlets``, ``jedi``, ``parso``,
+``prompt_toolkit``, ``wcwidth``, ``pygments``, ``pexpect``,
+``ptyprocess``, ``matplotlib-inline``, ``decorator``, ``stack_data``,
+``asttokens``, ``executing``, ``pure_eval``), ``ipywidgets`` (with
+``widgetsnbextension``, ``jupyterlab_widgets``, ``comm``), and
+``transformers`` (with ``tokenizers``, ``safetensors``, ``huggingface_hub``,
+``regex``, ``pyyaml``) if missing; install them with ``pip install
+--no-index --find-links WHEELS ...``. Nothing is downloaded: the models are
+built from configs with random weights. Steps 1-4 and 6 need neither IPython
+nor ipywidgets; step 5 does, and is skipped with a note without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+NO_DEVICE = "no CUDA device: nothing to check"
+GOAL = 0.2
+
+
+class Budget:
+    """Seconds left of the run, for each step's timeout."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+
+    @property
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def cap(self, most: float, keep: float = 0.0) -> float:
+        return max(min(most, self.left - keep), 0.0)
+
+
+def _available(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def _median_runs(fn: Callable[[], Any], n: int, sync: bool) -> float:
+    import torch
+
+    times = []
+    for _ in range(n):
+        if sync:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        if sync:
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _events_s(fn: Callable[[], Any]) -> float:
+    """GPU seconds of one run, from CUDA events around it."""
+    import torch
+
+    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+    torch.cuda.synchronize()
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
+def _gpt2(device: str = "cuda") -> tuple[Any, Any]:
+    import models
+    import torch
+
+    model = models.gpt2(layers=4, dim=256).to(device).eval()
+    ids = torch.randint(0, 256, (16, 64), generator=torch.Generator().manual_seed(0)).to(device)
+    return model, ids
+
+
+def _keep(out: Path, name: str, rep: Any) -> str:
+    d = out / "reports"
+    d.mkdir(parents=True, exist_ok=True)
+    text = str(rep)
+    (d / f"{name}.txt").write_text(text + "\n")
+    return text
+
+
+# --------------------------------------------------------------------------
+# 1. synchronized timings
+# --------------------------------------------------------------------------
+
+
+def check_sync(out: Path, repeat: int) -> dict[str, Any]:
+    import torch
+
+    import stance_magic
+    from stance_magic import probe
+    from stance_magic.compare import compare
+    from stance_magic.spec import MeasureSpec
+
+    model, ids = _gpt2()
+    cmodel = torch.compile(model)
+
+    def run() -> Any:
+        with torch.no_grad():
+            return cmodel(ids, use_cache=False).logits
+
+    def eager() -> Any:
+        with torch.no_grad():
+            return model(ids, use_cache=False).logits
+
+    engine = stance_magic.get_engine()
+    synced = compare(engine, run, MeasureSpec(), repeat=repeat, announce=False)
+    # stance_magic before synchronizing: the same runs, timing the launches only
+    real = probe.sync_if_cuda, probe.cuda_in_use
+    probe.sync_if_cuda = probe.cuda_in_use = lambda: False
+    try:
+        unsynced = compare(engine, run, MeasureSpec(), repeat=repeat, announce=False)
+    finally:
+        probe.sync_if_cuda, probe.cuda_in_use = real
+    _keep(out, "compare_synchronized", synced.report)
+    _keep(out, "compare_unsynchronized", unsynced.report)
+    a, b = synced.report.compare, unsynced.report.compare
+    eager_gpu = statistics.median(_events_s(eager) for _ in range(5))
+    compiled_gpu = statistics.median(_events_s(run) for _ in range(5))
+    return {
+        "model": "GPT-2 (4 layers, 256 wide), 16×64 tokens, no_grad, Inductor",
+        "synchronized": {
+            "eager_s": a.eager_s,
+            "compiled_s": a.compiled_s,
+            "speedup": a.speedup,
+            "break_even_calls": a.break_even_calls,
+            "flag": a.synchronized,
+        },
+        "unsynchronized": {
+            "eager_s": b.eager_s,
+            "compiled_s": b.compiled_s,
+            "speedup": b.speedup,
+            "break_even_calls": b.break_even_calls,
+            "flag": b.synchronized,
+        },
+        "cuda_events": {
+            "eager_s": eager_gpu,
+            "compiled_s": compiled_gpu,
+            "speedup": eager_gpu / compiled_gpu if compiled_gpu else None,
+        },
+        "manual": {
+            "eager_sync_s": _median_runs(eager, 10, True),
+            "eager_nosync_s": _median_runs(eager, 10, False),
+            "compiled_sync_s": _median_runs(run, 10, True),
+            "compiled_nosync_s": _median_runs(run, 10, False),
+        },
+        "report_wall_synchronized": synced.report.synchronized,
+    }
+
+
+# --------------------------------------------------------------------------
+# 2. CUDA graphs
+# --------------------------------------------------------------------------
+
+
+def _cudagraph_figures(rep: Any) -> dict[str, Any]:
+    cg = rep.cudagraphs
+    return {
+        "recorded": cg.recorded,
+        "replayed": cg.replayed,
+        "warmups": cg.warmups,
+        "for_new_sizes": cg.for_new_sizes,
+        "rerecorded": cg.rerecorded,
+        "skipped": cg.skipped,
+        "skips": [
+            {
+                "reason": s.reason,
+                "count": s.count,
+                "compile_id": s.compile_id,
+                "frame": s.frame,
+                "where": s.where,
+                "source": s.source,
+                "devices": s.devices,
+                "logged": s.logged,
+            }
+            for s in cg.skips
+        ],
+        "frames": [
+            {
+                "frame": f.frame,
+                "recorded": f.recorded,
+                "for_new_sizes": f.for_new_sizes,
+                "rerecorded": f.rerecorded,
+                "why": f.why,
+                "sizes": f.sizes,
+            }
+            for f in cg.frames
+        ],
+        "advice": rep.advice(),
+    }
+
+
+def _fixed(x: Any) -> Any:
+    return (x.sin() * 2 + 1).sum(0)
+
+
+def _batch(x: Any) -> Any:
+    return x.sin() * 2 + 1
+
+
+def _bump(x: Any) -> Any:
+    x.add_(1)
+    return x * 2
+
+
+def _on_cpu(x: Any) -> Any:
+    return x.cos() + 1
+
+
+def check_cudagraphs(out: Path) -> dict[str, Any]:
+    import torch
+    from torch._dynamo.utils import counters
+
+    import stance_magic
+
+    res: dict[str, Any] = {}
+    torch.compiler.reset()
+
+    def measured(name: str, fn: Callable[[], Any]) -> dict[str, Any]:
+        before = counters["inductor"]["cudagraph_skips"]
+        with stance_magic.measure() as rep:
+            fn()
+        figures = _cudagraph_figures(rep.report)
+        figures["torch_counter_skips"] = counters["inductor"]["cudagraph_skips"] - before
+        figures["wall_s"] = rep.wall_s
+        figures["synchronized"] = rep.synchronized
+        _keep(out, f"cudagraphs_{name}", rep.report)
+        return figures
+
+    x = torch.randn(64, 64, device="cuda")
+    fixed = torch.compile(_fixed, mode="reduce-overhead")
+    res["fixed_first_cell"] = measured("fixed_first", lambda: [fixed(x) for _ in range(6)])
+    res["fixed_second_cell"] = measured("fixed_second", lambda: [fixed(x) for _ in range(20)])
+
+    batch = torch.compile(_batch, mode="reduce-overhead")
+
+    def sizes() -> None:
+        for n in (8, 16, 24, 32, 40, 48):
+            for _ in range(3):
+                batch(torch.randn(n, 64, device="cuda"))
+
+    res["changing_batch"] = measured("changing_batch", sizes)
+    bump = torch.compile(_bump, mode="reduce-overhead")
+    res["mutated_input"] = measured(
+        "mutated_input", lambda: [bump(torch.ones(8, device="cuda")) for _ in range(3)]
+    )
+    cpu = torch.compile(_on_cpu, mode="reduce-overhead")
+    res["cpu_tensors"] = measured("cpu_tensors", lambda: [cpu(torch.ones(8)) for _ in range(3)])
+    return res
+
+
+# --------------------------------------------------------------------------
+# 3. CUDA memory
+# --------------------------------------------------------------------------
+
+
+def check_memory(out: Path) -> dict[str, Any]:
+    import torch
+
+    import stance_magic
+
+    res = {}
+    model, ids = _gpt2()
+
+    def temp() -> None:
+        x = torch.empty(64 * 1024 * 1024, device="cuda")  # 256 MB
+        y = x * 2
+        del x, y
+
+    def forward() -> None:
+        with torch.no_grad():
+            model(ids, use_cache=False)
+
+    for name, fn in (("temporary_256MB", temp), ("gpt2_forward", forward)):
+        fn()  # warm: the caching allocator and cuBLAS settle
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        fn()
+        torch.cuda.synchronize()
+        indep_peak = torch.cuda.max_memory_allocated() - base
+        indep_reserved = torch.cuda.max_memory_reserved()
+        with stance_magic.measure(memory=True) as rep:
+            fn()
+        _keep(out, f"memory_{name}", rep.report)
+        cuda = next((f for f in rep.memory if f.device.startswith("cuda")), None)
+        if cuda is None:
+            res[name] = {"error": "the report has no CUDA memory figure"}
+            continue
+        res[name] = {
+            "report_peak_bytes": cuda.peak_bytes,
+            "max_memory_allocated_peak_bytes": indep_peak,
+            "ratio": cuda.peak_bytes / indep_peak if indep_peak else None,
+            "report_peak_reserved_bytes": cuda.peak_reserved_bytes,
+            "max_memory_reserved_bytes": indep_reserved,
+            "report_reserved_bytes": cuda.reserved_bytes,
+            "report_end_bytes": cuda.end_bytes,
+        }
+    return res
+
+
+# --------------------------------------------------------------------------
+# 4. compile phases
+# --------------------------------------------------------------------------
+
+
+def check_phases(out: Path, autotune: bool) -> dict[str, Any]:
+    import torch
+
+    import stance_magic
+
+    res = {}
+    torch.compiler.reset()
+    model, ids = _gpt2()
+    cmodel = torch.compile(model)
+    with stance_magic.measure() as rep:
+        with torch.no_grad():
+            cmodel(ids, use_cache=False)
+    _keep(out, "phases_gpt2", rep.report)
+    res["gpt2"] = {
+        "compile_s": rep.compile_s,
+        "breakdown": rep.compile_breakdown,
+        "kernel_breakdown": rep.kernel_breakdown,
+        "first_run_breakdown": rep.first_run_breakdown,
+    }
+    if autotune:
+        a = torch.randn(1024, 1024, device="cuda")
+        mm = torch.compile(lambda p, q: (p @ q).relu(), mode="max-autotune-no-cudagraphs")
+        with stance_magic.measure() as rep:
+            mm(a, a)
+        _keep(out, "phases_max_autotune", rep.report)
+        res["max_autotune_mm"] = {
+            "compile_s": rep.compile_s,
+            "breakdown": rep.compile_breakdown,
+            "kernel_breakdown": rep.kernel_breakdown,
+            "first_run_breakdown": rep.first_run_breakdown,
+        }
+    return res
+
+
+# --------------------------------------------------------------------------
+# 5. the CUDA tests
+# --------------------------------------------------------------------------
+
+
+def check_tests(out: Path, timeout: float) -> dict[str, Any]:
+    missing = [m for m in ("IPython", "pytest") if not _available(m)]
+    if missing:
+        return {"skipped": f"missing {', '.join(missing)}: carry the wheels (see the docstring)"}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "cuda", "tests"]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=_env()
+        )
+    except subprocess.TimeoutExpired as err:
+        text = (err.stdout or b"").decode() if isinstance(err.stdout, bytes) else err.stdout or ""
+        (out / "cuda-tests.txt").write_text(text)
+        return {"returncode": None, "summary": f"timed out after {timeout:.0f} s"}
+    (out / "cuda-tests.txt").write_text(proc.stdout + proc.stderr)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    return {
+        "command": " ".join(cmd),
+        "returncode": proc.returncode,
+        "summary": lines[-1] if lines else "",
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def _env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]),
+        "MPLBACKEND": "Agg",
+    }
+
+
+# --------------------------------------------------------------------------
+# 6. warm starts in fresh processes
+# --------------------------------------------------------------------------
+
+
+def warm_worker(load: str | None, save: str | None) -> None:
+    """One fresh process: the first compiled GPT-2 call on the GPU, timed
+    (synchronized) with the cache load before it; one JSON line."""
+    import torch
+
+    import stance_magic
+
+    model, ids = _gpt2()
+    cmodel = torch.compile(model)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    if load:
+        stance_magic.load_cache(load)
+    with stance_magic.measure() as rep:
+        with torch.no_grad():
+            cmodel(ids, use_cache=False)
+    torch.cuda.synchronize()
+    first_s = time.perf_counter() - t0
+    if save:
+        stance_magic.save_cache(save)
+    cc = rep.compile_caches
+    print(
+        "GPU-WARM "
+        + json.dumps(
+            {
+                "first_s": first_s,
+                "compile_s": rep.compile_s,
+                "dynamo_s": rep.compile_breakdown.get("dynamo", 0.0),
+                "kernel_breakdown": rep.kernel_breakdown,
+                "state": cc.state,
+                "fx": f"{cc.fx_hits}/{cc.fx_misses}",
+                "aot": f"{cc.aot_hits}/{cc.aot_misses}",
+                "synchronized": rep.synchronized,
+            }
+        )
+    )
+
+
+def check_warm(budget: Budget) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="gpu-warm-"))
+    saved = work / "gpt2.smcache"
+    res: dict[str, Any] = {}
+    try:
+        cold_dir, load_dir = work / "cold", work / "load"
+        cold_dir.mkdir()
+        load_dir.mkdir()
+        for key, cache_dir, load, save in (
+            ("cold", cold_dir, None, saved),
+            ("disk", cold_dir, None, None),
+            ("load", load_dir, saved, None),
+        ):
+            timeout = budget.cap(240, keep=5)
+            if timeout < 30:
+                res[key] = {"skipped": "out of time"}
+                continue
+            cmd = [sys.executable, __file__, "--warm-worker"]
+            if load:
+                cmd += ["--load", str(load)]
+            if save:
+                cmd += ["--save", str(save)]
+            env = {**_env(), "TORCHINDUCTOR_CACHE_DIR": str(cache_dir)}
+            t0 = time.perf_counter()
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+            except subprocess.TimeoutExpired:
+                res[key] = {"error": f"timed out after {timeout:.0f} s"}
+                continue
+            line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("GPU-WARM ")), "")
+            if not line:
+                res[key] = {"error": (proc.stdout + proc.stderr)[-2000:]}
+                continue
+            res[key] = json.loads(line[len("GPU-WARM ") :])
+            res[key]["process_s"] = time.perf_counter() - t0
+        cold = res.get("cold", {}).get("first_s")
+        for key in ("disk", "load"):
+            first = res.get(key, {}).get("first_s")
+            if cold and first:
+                res[key]["ratio_to_cold"] = first / cold
+        ratio = res.get("load", {}).get("ratio_to_cold")
+        if ratio is not None:
+            res["goal"] = f"(c) ≤ {GOAL}× (a): {ratio:.2f}×: {'MET' if ratio <= GOAL else 'MISSED'}"
+        res["cache_file_bytes"] = saved.stat().st_size if saved.exists() else None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+# --------------------------------------------------------------------------
+# the run
+# --------------------------------------------------------------------------
+
+
+def _step(results: dict[str, Any], name: str, fn: Callable[[], Any]) -> None:
+    t0 = time.perf_counter()
+    print(f"gpu_check: {name} ...", flush=True)
+    try:
+        results[name] = fn()
+    except Exception as exc:
+        results[name] = {
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+        }
+    if isinstance(results[name], dict):
+        results[name].setdefault("seconds", time.perf_counter() - t0)
+
+
+def summary(res: dict[str, Any]) -> str:
+    """The figures the issue asks for, one line each."""
+    lines = [f"gpu_check on {res['env']['device']}; torch {res['env']['torch']}"]
+
+    def get(*path: str) -> Any:
+        d: Any = res
+        for p in path:
+            if not isinstance(d, dict) or p not in d:
+                return None
+            d = d[p]
+        return d
+
+    for step in ("sync", "cudagraphs", "memory", "phases", "tests", "warm"):
+        err = get(step, "error") or get(step, "skipped")
+        if err:
+            lines.append(f"{step}: {str(err).splitlines()[0]}")
+    s = get("sync", "synchronized", "speedup")
+    u = get("sync", "unsynchronized", "speedup")
+    e = get("sync", "cuda_events", "speedup")
+    if s is not None:
+        lines.append(
+            f"speedup on GPT-2: {s:.2f}× synchronized, {u or 0:.2f}× unsynchronized "
+            f"(CUDA events: {e or 0:.2f}×)"
+        )
+    for name in ("fixed_first_cell", "changing_batch", "mutated_input", "cpu_tensors"):
+        cg = get("cudagraphs", name)
+        if cg and "recorded" in cg:
+            reasons = "; ".join(s["reason"] for s in cg["skips"]) or "-"
+            lines.append(
+                f"CUDA graphs, {name}: {cg['recorded']} recorded ({cg['for_new_sizes']} for new "
+                f"sizes, {cg['rerecorded']} re-recorded), {cg['replayed']} replayed, "
+                f"{cg['skipped']} skipped (torch's counter: {cg['torch_counter_skips']}): {reasons}"
+            )
+    for name in ("temporary_256MB", "gpt2_forward"):
+        m = get("memory", name)
+        if m and "report_peak_bytes" in m:
+            lines.append(
+                f"CUDA peak, {name}: report {m['report_peak_bytes']} B vs "
+                f"max_memory_allocated {m['max_memory_allocated_peak_bytes']} B "
+                f"(ratio {m['ratio']:.3f}); reserved peak {m['report_peak_reserved_bytes']} B"
+            )
+    k = get("phases", "gpt2", "kernel_breakdown")
+    if k is not None:
+        lines.append(f"compile parts, GPT-2: {k}")
+    t = get("tests", "summary")
+    if t:
+        lines.append(f"CUDA tests: {t}")
+    for key in ("cold", "disk", "load"):
+        w = get("warm", key)
+        if w and "first_s" in w:
+            ratio = w.get("ratio_to_cold")
+            lines.append(
+                f"warm start {key}: first compiled result {w['first_s']:.2f} s"
+                + (f" ({ratio:.2f}× cold)" if ratio else "")
+                + f"; FX {w['fx']}, AOT {w['aot']}, {w['state']}"
+            )
+    goal = get("warm", "goal")
+    if goal:
+        lines.append(f"warm-start goal {goal}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=None, help="the folder for the figures")
+    p.add_argument("--budget", type=float, default=450.0, help="seconds for the whole run")
+    p.add_argument("--quick", action="store_true", help="steps 1-4 only, fewer runs")
+    p.add_argument("--no-autotune", action="store_true", help="skip the max-autotune compile")
+    p.add_argument("--warm-worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--load", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--save", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.warm_worker:
+        warm_worker(args.load, args.save)
+        return 0
+    out = args.out or Path(os.environ.get("OUT") or "gpu_check_out")
+    out.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA",
+        "cpus": os.cpu_count(),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+    }
+    results: dict[str, Any] = {"env": env, "cuda": torch.cuda.is_available(), "checked": []}
+    if not torch.cuda.is_available():
+        (out / "gpu_check.json").write_text(json.dumps(results, indent=1))
+        print(NO_DEVICE)
+        return 0
+    budget = Budget(args.budget)
+    repeat = 5 if args.quick else 8
+    # the in-process steps compile cold, in an Inductor cache directory of their own
+    cache = Path(tempfile.mkdtemp(prefix="gpu-check-inductor-"))
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
+    _step(results, "phases", lambda: check_phases(out, not (args.quick or args.no_autotune)))
+    _step(results, "sync", lambda: check_sync(out, repeat))
+    _step(results, "cudagraphs", lambda: check_cudagraphs(out))
+    _step(results, "memory", lambda: check_memory(out))
+    if not args.quick:
+        _step(results, "tests", lambda: check_tests(out, budget.cap(240, keep=120)))
+        _step(results, "warm", lambda: check_warm(budget))
+    shutil.rmtree(cache, ignore_errors=True)
+    results["checked"] = [k for k in results if k not in ("env", "cuda", "checked")]
+    (out / "gpu_check.json").write_text(json.dumps(results, indent=1, default=str))
+    text = summary(results)
+    (out / "gpu_check.txt").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

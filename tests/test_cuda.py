@@ -1,0 +1,583 @@
+"""On the GPU: synchronized timings, CUDA graphs, Inductor's named compile parts.
+
+What a CPU can check runs here everywhere: that nothing synchronizes without
+CUDA; that with CUDA in use (``torch.cuda.is_initialized`` and
+``synchronize`` replaced, since this machine has no device) the window and
+every ``--compare`` run synchronize at their start and end and the report says
+so; torch's real "skipping cudagraphs" reason on CPU tensors
+(``mode="reduce-overhead"``, marked ``inductor``); the builder, views and
+hints from CUDA-graph figures. The tests that need a device are marked
+``cuda`` and skip without one (``benchmarks/gpu_check.py`` runs them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import stance_magic
+from stance_magic import advice, probe
+from stance_magic.build import Closed, build_report
+from stance_magic.probe import cudagraphs as probe_cudagraphs
+from stance_magic.probe.cudagraphs import CudagraphRecording, CudagraphSkip, CudagraphWindow
+from stance_magic.probe.records import read_record, record_kernel_phases
+from stance_magic.report import Recompile
+from stance_magic.spec import MeasureSpec
+from stance_magic.stance import Stance
+
+from conftest import cuda_test, html_outputs, last, run, text_outputs
+
+ROOT = Path(__file__).resolve().parent.parent
+GPU_CHECK = ROOT / "benchmarks" / "gpu_check.py"
+
+
+class SyncCounter:
+    """``torch.cuda.synchronize`` replaced: each call's ``perf_counter()``."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    def __call__(self, device=None) -> None:
+        self.calls.append(time.perf_counter())
+
+
+@pytest.fixture
+def syncs(monkeypatch):
+    counter = SyncCounter()
+    monkeypatch.setattr(torch.cuda, "synchronize", counter)
+    return counter
+
+
+# --------------------------------------------------------------------------
+# synchronized timings
+# --------------------------------------------------------------------------
+
+
+def test_without_cuda_nothing_synchronizes(sh, syncs):
+    assert not torch.cuda.is_initialized()
+    sh.run_cell("f = torch.compile(lambda x: x + 1, backend='eager')")
+    res, cap = run(sh, "%%stance default --no-plot\ny = f(torch.ones(3))")
+    assert res.success
+    rep = last(sh)
+    res, _ = run(sh, "%%stance default --compare --repeat 3 --no-plot\ny = f(torch.ones(3))")
+    assert res.success
+    cmp = last(sh)
+    assert syncs.calls == []
+    assert not rep.synchronized and not cmp.synchronized and not cmp.compare.synchronized
+    assert "synchronized" not in "\n".join(text_outputs(cap)) + str(cmp)
+    assert rep.summary_row()["synchronized"] is False
+    assert not probe.sync_if_cuda() and not probe.cuda_in_use()
+
+
+def test_with_cuda_in_use_the_window_and_every_compare_run_synchronize(sh, syncs, monkeypatch):
+    """The clock starts after a synchronize and stops after one, for the
+    cell's window and for each --compare run; the report says so in its
+    data, its text, its HTML and its CSV row."""
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    res, cap = run(
+        sh,
+        "%%stance default --no-plot\n"
+        "import time\ninside = [time.perf_counter()]\ny = torch.ones(3) + 1\n"
+        "inside.append(time.perf_counter())",
+    )
+    assert res.success
+    rep = last(sh)
+    t_in, t_out = sh.user_ns["inside"]
+    assert len(syncs.calls) == 2
+    start, end = syncs.calls
+    assert start < t_in and t_out < end
+    assert end - start >= rep.wall_s  # the clock ran between the two
+    assert rep.synchronized and rep.summary_row()["synchronized"] is True
+    text = "\n".join(text_outputs(cap))
+    assert "CUDA synchronized at its start and end" in text
+    assert "CUDA synchronized at its start and end" in html_outputs(cap)[0]
+
+    sh.user_ns["marks"] = []
+    syncs.calls.clear()
+    res, cap = run(
+        sh,
+        "%%stance default --compare --repeat 3 --no-plot\n"
+        "marks.append(time.perf_counter())\ny = torch.ones(3) + 1",
+    )
+    assert res.success, res.error_in_exec
+    marks = sh.user_ns["marks"]
+    assert len(marks) == 6  # 3 eager runs, 3 compiled runs
+    # 2 per run, 2 for the window around the compiled runs
+    assert len(syncs.calls) == 2 * 6 + 2
+    for m in marks:  # each run lies between a synchronize before it and one after it
+        before = [c for c in syncs.calls if c < m]
+        after = [c for c in syncs.calls if c > m]
+        assert before and after
+    cmp = last(sh)
+    assert cmp.compare.synchronized and cmp.synchronized
+    assert "every run timed from and to a synchronized CUDA device" in "\n".join(text_outputs(cap))
+
+
+def test_a_failing_synchronize_is_left_to_the_user(monkeypatch):
+    """An asynchronous CUDA error surfacing at our synchronize is not raised
+    by stance_magic (the user's next synchronization raises it): the span is
+    then not synchronized."""
+
+    def broken(device=None):
+        raise RuntimeError("CUDA error: device-side assert triggered")
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", broken)
+    assert probe.sync_if_cuda() is False
+
+
+def test_the_check_costs_next_to_nothing_without_cuda():
+    """On a machine without CUDA the check is a dictionary lookup and one
+    call to torch.cuda.is_initialized(): well under a microsecond (bounded
+    here at 5 µs so a loaded machine does not fail it)."""
+    import timeit
+
+    n = 20_000
+    best = min(timeit.repeat(probe.sync_if_cuda, number=n, repeat=5)) / n
+    assert best < 5e-6
+
+
+@cuda_test
+def test_wall_time_holds_a_long_gpu_kernel(sh):  # pragma: no cover - needs a GPU
+    """A cell that launches ~100 ms of matrix products: its wall time
+    includes them (CUDA events time the kernels), where the launches alone
+    take well under a millisecond."""
+    run(sh, "x = torch.randn(4096, 4096, device='cuda'); torch.cuda.synchronize()")
+    res, _ = run(
+        sh,
+        "%%stance default -q\n"
+        "start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))\n"
+        "start.record()\nfor _ in range(40):\n    y = x @ x\nend.record()",
+    )
+    assert res.success
+    rep = last(sh)
+    end = sh.user_ns["end"]
+    end.synchronize()
+    gpu_s = sh.user_ns["start"].elapsed_time(end) / 1e3
+    assert gpu_s > 0.02
+    assert rep.synchronized
+    assert rep.wall_s >= 0.95 * gpu_s
+
+
+@cuda_test
+def test_compare_times_the_gpu_work(sh):  # pragma: no cover - needs a GPU
+    """--compare's eager median holds the kernels of each run."""
+    run(sh, "x = torch.randn(4096, 4096, device='cuda'); torch.cuda.synchronize()")
+    sh.run_cell("def work(x):\n    for _ in range(10):\n        x = x @ x * 1e-3\n    return x")
+    sh.run_cell("cwork = torch.compile(work)")
+    res, _ = run(sh, "%%stance default --compare --repeat 4 -q\ny = cwork(x)")
+    assert res.success
+    c = last(sh).compare
+    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+    start.record()
+    sh.user_ns["work"](sh.user_ns["x"])
+    end.record()
+    end.synchronize()
+    eager_gpu = start.elapsed_time(end) / 1e3
+    assert c.synchronized
+    assert c.eager_s >= 0.9 * eager_gpu
+
+
+# --------------------------------------------------------------------------
+# Inductor's named parts of the compile time
+# --------------------------------------------------------------------------
+
+
+def test_kernel_parts_absent_or_zero_add_nothing():
+    old_torch = SimpleNamespace(co_name="f", entire_frame_compile_time_s=1.0)
+    assert record_kernel_phases(old_torch) == {}
+    zeros = SimpleNamespace(
+        triton_compile_time_us=0,
+        compile_time_autotune_time_us=None,
+        runtime_triton_autotune_time_us=0,
+        runtime_cudagraphify_time_us=None,
+    )
+    assert record_kernel_phases(zeros) == {}
+    some = SimpleNamespace(triton_compile_time_us=2_500_000, compile_time_autotune_time_us=1000)
+    assert record_kernel_phases(some) == {"kernel_compile": 2.5, "autotune": 0.001}
+    rec = read_record(SimpleNamespace(co_name="f", is_runtime=True, runtime_cudagraphify_time_us=7))
+    assert rec.runtime and rec.kernel_phases == {"cudagraph_record": 7e-6}
+
+
+def test_a_compile_without_kernels_shows_no_kernel_line(sh):
+    """aot_eager compiles no kernel: torch's records leave the fields empty,
+    and the compile time row has no detail line."""
+    sh.run_cell("g = torch.compile(lambda x: x.sin() + 1, backend='aot_eager')")
+    res, cap = run(sh, "%%stance default --no-plot\ny = g(torch.ones(3))")
+    assert res.success
+    rep = last(sh)
+    assert rep.compile_s > 0
+    assert rep.kernel_breakdown == {} and rep.first_run_breakdown == {}
+    text = "\n".join(text_outputs(cap))
+    assert "of which" not in text and "first runs after compiling" not in text
+    row = rep.summary_row()
+    assert row["kernel_compile_s"] == 0.0 and row["autotune_s"] == 0.0
+
+
+# --------------------------------------------------------------------------
+# CUDA graphs: torch's real reason on CPU tensors
+# --------------------------------------------------------------------------
+
+
+REDUCE_OVERHEAD = """
+def scaled(x):
+    y = torch.sin(x) * 2
+    return y + 1
+
+cscaled = torch.compile(scaled, mode="reduce-overhead")
+"""
+
+
+def _skips_now() -> int:
+    from torch._dynamo.utils import counters
+
+    return counters["inductor"]["cudagraph_skips"]
+
+
+def _our_wrappers_in_torch() -> list[str]:
+    """Any of the watch's wrappers still in torch (there should be none
+    between windows)."""
+    found = []
+    for name in probe_cudagraphs.LOG_MODULES:
+        mod = sys.modules.get(name)
+        fn = getattr(mod, probe_cudagraphs.LOG_FN, None) if mod else None
+        if hasattr(fn, "_stance_magic_wraps"):
+            found.append(name)
+    oc = sys.modules.get(probe_cudagraphs.OUTPUT_CODE)
+    if oc is not None:
+        for method in ("__init__", "post_compile"):
+            if hasattr(oc.CompiledFxGraph.__dict__[method], "_stance_magic_wraps"):
+                found.append(method)
+    return found
+
+
+@pytest.mark.inductor
+def test_reduce_overhead_on_cpu_tensors_is_skipped_with_torchs_reason(sh, tmp_path, monkeypatch):
+    """torch skips CUDA graphs for a graph of CPU tensors and only counts it
+    (no log): the report names the skip with torch's own reason (read from
+    the graph), the compile and frame it belongs to, the graph's devices; a
+    compile loaded from the FX graph cache is skipped again and named again.
+    torch's counter is the independent count. The compile's kernel build is
+    named in the compile time."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    sh.run_cell(REDUCE_OVERHEAD)
+    for attempt in ("generated", "loaded"):
+        torch.compiler.reset()
+        before = _skips_now()
+        res, cap = run(sh, "%%stance default --no-plot\ny = cscaled(torch.ones(8))")
+        assert res.success, res.error_in_exec
+        rep = last(sh)
+        assert _skips_now() - before == 1
+        cg = rep.cudagraphs
+        assert (cg.skipped, cg.recorded, cg.replayed) == (1, 0, 0)
+        (skip,) = cg.skips
+        assert skip.reason.startswith("skipping cudagraphs due to "), skip.reason
+        # 2.8 names the CPU node and the user's line; from 2.10 graph
+        # partitioning sets the CPU nodes aside and torch names no device
+        assert "cpu device" in skip.reason or skip.reason.rstrip(": ").endswith("multiple devices")
+        assert skip.devices == ["cpu"] and not skip.logged
+        assert skip.compile_id == rep.frames[0].compile_id
+        assert skip.frame == rep.frames[0].where and "scaled" in skip.frame
+        if "cpu device" in skip.reason:
+            assert skip.where.startswith("In [") and "torch.sin(x)" in skip.source
+        text = "\n".join(text_outputs(cap))
+        assert "CUDA graphs          1 skipped" in text
+        assert f"skipped: {skip.reason}" in text and "the graph's devices: cpu" in text
+        assert "CUDA graphs" in html_outputs(cap)[0]
+        assert any("ran without CUDA graphs" in h for h in rep.advice())
+        row = rep.summary_row()
+        assert row["cudagraphs_skipped"] == 1 and row["cudagraph_skip_reasons"] == skip.reason
+        assert list(row)[-1] == "cuda_reserved_bytes"
+        fx = rep.compile_caches
+        assert (fx.fx_misses, fx.fx_hits) == ((1, 0) if attempt == "generated" else (0, 1))
+        if attempt == "generated":
+            # the compile workers built the C++ kernel: inside the compile time
+            k = rep.kernel_breakdown.get("kernel_compile", 0.0)
+            assert 0 < k <= rep.compile_s
+            assert "of which kernel compilation" in text
+    assert _our_wrappers_in_torch() == []
+    # a cell that only calls the compiled code again skips nothing more
+    before = _skips_now()
+    run(sh, "%%stance default -q\ny = cscaled(torch.ones(8))")
+    assert last(sh).cudagraphs.empty and _skips_now() == before
+
+
+SAME_CELL = """
+import json, sys, torch, stance_magic
+from torch._dynamo.utils import counters
+# nothing of Dynamo or Inductor is imported yet: the watch wraps Inductor at
+# the compile's start, inside the block
+assert "torch._inductor.output_code" not in sys.modules
+
+def scaled(x):
+    return torch.sin(x) * 2 + 1
+
+with stance_magic.measure() as rep:
+    torch.compile(scaled, mode="reduce-overhead")(torch.ones(8))
+skip = rep.cudagraphs.skips[0]
+print("RESULT " + json.dumps({
+    "skipped": rep.cudagraphs.skipped,
+    "counter": counters["inductor"]["cudagraph_skips"],
+    "reason": skip.reason, "devices": skip.devices, "frame": skip.frame,
+}))
+"""
+
+
+@pytest.mark.inductor
+@pytest.mark.integration
+def test_reduce_overhead_compiled_in_the_measured_block_is_seen(tmp_path):
+    """A fresh process whose measured block first imports Dynamo and Inductor
+    (the torch.compile call is inside it): the watch wraps torch's code at
+    the compile's start, so the skip has its reason, not only torch's count."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", SAME_CELL], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    res = json.loads(line[len("RESULT ") :])
+    assert res["skipped"] == res["counter"] == 1
+    assert res["reason"].startswith("skipping cudagraphs due to ") and res["devices"] == ["cpu"]
+    assert "scaled" in res["frame"]
+
+
+# --------------------------------------------------------------------------
+# the builder, views and hints from CUDA-graph figures
+# --------------------------------------------------------------------------
+
+
+def _closed(window: CudagraphWindow) -> Closed:
+    spec = MeasureSpec()
+    win = probe.Window(compiled_calls=3, hits=2)
+    return Closed(
+        spec=spec,
+        stance=Stance("default"),
+        execution_count=4,
+        window=win,
+        wall_s=0.1,
+        error=None,
+        t0=0.0,
+        cudagraphs=window,
+    )
+
+
+def test_graphs_recorded_for_new_sizes_become_a_hint_in_recompile_terms():
+    """A graph with dynamic shapes recorded for four batch sizes: three of
+    the recordings are for new sizes (torch held graphs for other sizes),
+    which the report counts, shows with the sizes, and turns into a hint."""
+    recs = [
+        CudagraphRecording("0/1", "scaled", sizes=(n,), mode="INFERENCE", others=i)
+        for i, n in enumerate((8, 16, 32, 64))
+    ]
+    window = CudagraphWindow(recordings=recs, replays={"0/1": 12}, warmups={"0/1": 4})
+    rep = build_report(_closed(window), index=1)
+    cg = rep.cudagraphs
+    assert (cg.recorded, cg.for_new_sizes, cg.rerecorded, cg.replayed, cg.warmups) == (
+        4,
+        3,
+        0,
+        12,
+        4,
+    )
+    (frame,) = cg.frames
+    assert frame.sizes == [[8], [16], [32], [64]] and "compile 0/1" in frame.frame
+    text = str(rep)
+    assert "CUDA graphs          4 recorded (3 for new input sizes), 12 replayed" in text
+    assert "sizes 8; 16; 32; 64" in text
+    hints = advice.advise(rep)
+    assert any("re-recorded 3 times: the batch size changes; pad it" in h for h in hints), hints
+
+
+def test_graphs_recorded_after_a_size_recompile_count_as_new_sizes():
+    """Without dynamic shapes each batch size is a recompile (a new compile
+    id of the same frame) and a recording of its own."""
+    recs = [CudagraphRecording("0/0", "f"), CudagraphRecording("0/1", "f")]
+    size = Recompile(
+        reason="tensor 'x' size mismatch at index 0. expected 8, actual 16",
+        where="f (In [2], line 1)",
+        compile_id="0/1",
+    )
+    closed = _closed(CudagraphWindow(recordings=recs))
+    from stance_magic import build
+
+    cg = build._cudagraphs(closed, [], [size])
+    assert (cg.recorded, cg.for_new_sizes) == (2, 1)
+    assert cg.frames[0].compile_ids == ["0/0", "0/1"]
+
+
+def test_a_rerecord_names_the_invariant_that_failed():
+    recs = [
+        CudagraphRecording("0/0", "f", rerecord=True, why="static input data pointer changed"),
+        CudagraphRecording("0/0", "f", rerecord=True, why="static input data pointer changed"),
+    ]
+    rep = build_report(_closed(CudagraphWindow(recordings=recs)), index=1)
+    assert rep.cudagraphs.rerecorded == 2 and rep.cudagraphs.for_new_sizes == 0
+    assert "2 re-recorded (static input data pointer changed)" in str(rep)
+    assert any(
+        "re-recorded 2 times because torch could not replay them (static input" in h
+        for h in rep.advice()
+    )
+
+
+def test_skips_are_grouped_with_the_users_line_and_unseen_ones_counted():
+    reason = (
+        "skipping cudagraphs due to mutated inputs (1 instances). Found from : \n"
+        '   File "/tmp/nb.py", line 3, in step\n    x.add_(1)\n'
+    )
+    skip = CudagraphSkip(
+        reason=reason,
+        compile_id="1/0",
+        filename="/tmp/nb.py",
+        line=3,
+        function="step",
+        source="x.add_(1)",
+    )
+    window = CudagraphWindow(skips=[skip, skip], unexplained_skips=1)
+    rep = build_report(_closed(window), index=1)
+    cg = rep.cudagraphs
+    assert cg.skipped == 3
+    first, unseen = cg.skips
+    assert first.count == 2 and first.reason == (
+        "skipping cudagraphs due to mutated inputs (1 instances)"
+    )
+    assert first.where.endswith("3") and first.source == "x.add_(1)"
+    assert unseen.reason == "" and unseen.count == 1
+    text = str(rep)
+    assert "2× skipping cudagraphs due to mutated inputs (1 instances)" in text
+    assert "`x.add_(1)`" in text and "torch counted 1 skip whose reason" in text
+    assert rep.summary_row()["cudagraph_skip_reasons"] == first.reason
+
+
+def test_skip_reason_parsing_keeps_torchs_text_once():
+    doubled = "skipping cudagraphs due to skipping cudagraphs due to cpu device (arg0_1)"
+    assert (
+        probe_cudagraphs.clean_reason(doubled) == "skipping cudagraphs due to cpu device (arg0_1)"
+    )
+    text = 'x. Found from : \n   File "<ipython-input-3>", line 2, in f\n    y = x.sin()\n'
+    assert probe_cudagraphs.user_line(text) == ("<ipython-input-3>", 2, "f", "y = x.sin()")
+    assert probe_cudagraphs.user_line("no frame here") == ("", None, "", "")
+
+
+def test_a_cell_without_cuda_graphs_shows_no_row(sh):
+    sh.run_cell("h = torch.compile(lambda x: x * 3, backend='eager')")
+    res, cap = run(sh, "%%stance default --no-plot\ny = h(torch.ones(2))")
+    assert res.success and last(sh).cudagraphs.empty
+    assert "CUDA graphs" not in "\n".join(text_outputs(cap))
+    row = last(sh).summary_row()
+    assert (row["cudagraphs_recorded"], row["cudagraphs_skipped"]) == (0, 0)
+    assert row["cudagraph_skip_reasons"] == ""
+    assert _our_wrappers_in_torch() == []
+    from torch._dynamo.callback import callback_handler
+
+    names = [
+        getattr(c, "__name__", "")
+        for c in callback_handler.start_callbacks + callback_handler.end_callbacks
+    ]
+    assert "stance_magic_cudagraphs" not in names
+
+
+# --------------------------------------------------------------------------
+# CUDA graphs on a GPU
+# --------------------------------------------------------------------------
+
+
+@cuda_test
+def test_reduce_overhead_records_then_replays(sh):  # pragma: no cover - needs a GPU
+    sh.run_cell(
+        "def step(x):\n    return (x.sin() * 2 + 1).sum(0)\n"
+        "cstep = torch.compile(step, mode='reduce-overhead')\n"
+        "x = torch.randn(64, 64, device='cuda')"
+    )
+    res, cap = run(sh, "%%stance default --no-plot\nfor _ in range(6):\n    y = cstep(x)")
+    assert res.success
+    cg = last(sh).cudagraphs
+    assert cg.recorded >= 1 and cg.warmups >= 1 and cg.replayed >= 3
+    assert cg.skipped == 0 and cg.for_new_sizes == 0 and cg.rerecorded == 0
+    assert "CUDA graphs" in "\n".join(text_outputs(cap))
+    res, _ = run(sh, "%%stance default -q\nfor _ in range(5):\n    y = cstep(x)")
+    cg = last(sh).cudagraphs
+    assert (cg.recorded, cg.replayed) == (0, 5)
+
+
+@cuda_test
+def test_a_changing_batch_size_is_named(sh):  # pragma: no cover - needs a GPU
+    sh.run_cell(
+        "def step(x):\n    return x.sin() * 2 + 1\n"
+        "cstep = torch.compile(step, mode='reduce-overhead')"
+    )
+    res, _ = run(
+        sh,
+        "%%stance default -q\nfor n in (8, 16, 24, 32, 40):\n"
+        "    for _ in range(3):\n        y = cstep(torch.randn(n, 64, device='cuda'))",
+    )
+    assert res.success
+    rep = last(sh)
+    cg = rep.cudagraphs
+    assert cg.recorded >= 4 and cg.for_new_sizes >= 3
+    assert any("the batch size changes" in h for h in rep.advice()), rep.advice()
+
+
+@cuda_test
+def test_a_mutated_input_skip_names_the_users_line(sh):  # pragma: no cover - needs a GPU
+    sh.run_cell(
+        "def bump(x):\n    x.add_(1)\n    return x * 2\n"
+        "cbump = torch.compile(bump, mode='reduce-overhead')"
+    )
+    res, _ = run(
+        sh, "%%stance default -q\nfor _ in range(3):\n    y = cbump(torch.ones(8, device='cuda'))"
+    )
+    assert res.success
+    cg = last(sh).cudagraphs
+    assert cg.skipped >= 1
+    skip = cg.skips[0]
+    assert "mutat" in skip.reason and skip.logged
+    assert skip.where.startswith("In [") and "x.add_(1)" in skip.source
+
+
+@cuda_test
+def test_cuda_tensors_on_one_device_are_not_skipped(sh):  # pragma: no cover - needs a GPU
+    sh.run_cell(
+        "def g(x):\n    return x.cos() + 1\ncg = torch.compile(g, mode='reduce-overhead')\n"
+        "x = torch.randn(32, device='cuda')"
+    )
+    run(sh, "%%stance default -q\nfor _ in range(4):\n    y = cg(x)")
+    rep = last(sh)
+    assert rep.cudagraphs.skipped == 0 and rep.cudagraphs.recorded >= 1
+    assert rep.synchronized
+
+
+# --------------------------------------------------------------------------
+# the GPU check script
+# --------------------------------------------------------------------------
+
+
+def test_gpu_check_says_there_is_nothing_to_check_without_cuda(tmp_path):
+    if torch.cuda.is_available():  # pragma: no cover - a GPU machine runs the script itself
+        pytest.skip("this machine has a CUDA device: benchmarks/gpu_check.py checks it")
+    proc = subprocess.run(
+        [sys.executable, str(GPU_CHECK), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "no CUDA device: nothing to check" in proc.stdout
+    summary = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    assert summary["cuda"] is False and summary["checked"] == []
+
+
+def test_history_keeps_working_with_cuda_fields(sh):
+    run(sh, "%%stance default -q\ny = torch.ones(2)")
+    assert "synchronized" in stance_magic.history()[-1].to_dict()
