@@ -12,7 +12,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .anatomy import CALIBRATE_AFTER, CallClock, LookupBounds
+from .anatomy import CALIBRATE_AFTER, CALIBRATION_HITS, CallClock, LookupBounds
 from .backends import backend_name
 from .breaks import (
     GraphBreakEvent,
@@ -864,8 +864,12 @@ class Recorder:
 
     def _lookup_bound(self, fn: Any, t: Target) -> None:
         """The profiler's bound of ``fn``'s lookup on its target ``t`` (see
-        probe.anatomy.LookupBounds), from the spans of its timed hits."""
-        bound = self._bounds.bound(fn, [p[1] for p in t.parts])
+        probe.anatomy.LookupBounds), from the spans of its timed hits: the
+        spot checks where there are enough (the steady state; a cell's first
+        lookups are slower, and stand only for themselves), else all."""
+        spots = t.spot_samples
+        spans = spots if len(spots) >= CALIBRATION_HITS else [p[1] for p in t.parts]
+        bound = self._bounds.bound(fn, spans)
         if bound is not None:
             t.lookup_event_s, t.lookup_gap_s = bound
 
