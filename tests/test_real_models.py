@@ -173,23 +173,31 @@ def test_gpt2_generation_every_figure_against_torch(sh, cache):
     assert rep.lookups.timed == lookups and lookup_bound(rep.lookups) is None
 
 
-def _per_call(f, n: int) -> float:
-    t0 = time.perf_counter()
+def _calls(f, n: int) -> list[float]:
+    """The time of each of n calls of f, each timed on its own."""
+    out = []
     for _ in range(n):
+        t0 = time.perf_counter()
         f()
-    return (time.perf_counter() - t0) / n
+        out.append(time.perf_counter() - t0)
+    return out
 
 
 def _outside_clock(step, n: int, rounds: int = 15) -> float:
     """Per call under ``default`` minus under ``skip_guard_eval_unsafe``: the
-    fastest of interleaved rounds on each side (a burst of load on one side
-    does not count)."""
-    a, b = [], []
-    for _ in range(rounds):
-        with torch.compiler.set_stance("default"):
-            a.append(_per_call(step, n))
-        with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
-            b.append(_per_call(step, n))
+    fastest single call on each side, of interleaved rounds in alternating
+    order. Each call is timed on its own: a round of n calls (~35 ms) is
+    longer than a scheduler's time slice, so on two busy cores every round
+    is preempted and the fastest round's mean moves by more than the guards
+    cost (seen: -760 to +900 µs against ~100 µs quiet, two CPU hogs), while a
+    single call (~1.7 ms) mostly runs undisturbed: the fastest one stayed
+    within 90-134 µs quiet, with one hog and with two."""
+    a: list[float] = []
+    b: list[float] = []
+    for i in range(rounds):
+        for skip in (i % 2 == 1, i % 2 == 0):
+            with torch.compiler.set_stance("default", skip_guard_eval_unsafe=skip):
+                (b if skip else a).extend(_calls(step, n))
     return min(a) - min(b)
 
 
@@ -206,10 +214,11 @@ def one_thread():
 def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_thread):
     """The guard figure is timed where lookups happen, inside the model loop.
 
-    Independent: the profiler's cache-lookup events (a separate run) and an
-    outside clock: the per-call time under ``default`` minus under
+    Independent: the profiler's cache-lookup events (separate runs, each after
+    a measured cell) and an outside clock: the per-call time under ``default`` minus under
     ``skip_guard_eval_unsafe`` (a lower bound: the latter still runs the
-    guards that tell entries apart), the fastest of interleaved rounds.
+    guards that tell entries apart), the fastest call on each side, of
+    interleaved rounds.
     """
     sh.run_cell(
         "gpt = models.gpt2(layers=4, dim=128)\n"
@@ -220,25 +229,37 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
     )
     step = sh.user_ns["step"]
     n = 20
-    res, _ = run(
-        sh, f"%%stance default -q\nwith torch.no_grad():\n    for _ in range({n}):\n        step()"
-    )
-    assert res.success
-    rep = last(sh)
-    lk = rep.lookups
-    # every lookup counted; timed but the few torch's profiler ran over (to
-    # bound the lookup: see test_call_anatomy)
-    assert rep.cache_hits == n == lk.timed + lk.sampled and lk.sampled == lk.calibrated
-    assert lookup_bound(lk) is None
-    ours = rep.lookups.per_lookup_s
-    with torch.no_grad():
-        with lookup_events() as events:
+    # interleaved rounds, each a measured cell then the profiler on the same
+    # loop: under load a round's lookups move together, 110-330 µs a lookup
+    # from round to round here with one or two CPU hogs, and the two figures of
+    # one round were seen 0.57-1.39x apart; the median of the rounds' ratios
+    # stayed within 0.99-1.10 (1.10 quiet)
+    ours_s, prof_s = [], []
+    for _ in range(5):
+        res, _ = run(
+            sh,
+            f"%%stance default -q\nwith torch.no_grad():\n    for _ in range({n}):\n        step()",
+        )
+        assert res.success
+        rep = last(sh)
+        lk = rep.lookups
+        # every lookup counted; timed but the few torch's profiler ran over
+        # in the first round (to bound the lookup: see test_call_anatomy)
+        assert rep.cache_hits == n == lk.timed + lk.sampled and lk.sampled == lk.calibrated
+        assert lookup_bound(lk) is None
+        with torch.no_grad(), lookup_events() as events:
             for _ in range(n):
                 step()
-        prof = statistics.median(events)
-        # the outside clock is a difference of two noisy per-call times: a burst
-        # of load inflates it, never deflates it for long; measured up to three
-        # times, the smallest is kept
+        assert len(events) == n
+        ours_s.append(rep.lookups.per_lookup_s)
+        prof_s.append(statistics.median(events))
+    ours = statistics.median(ours_s)
+    prof = statistics.median(prof_s)
+    ratio = statistics.median(o / p for o, p in zip(ours_s, prof_s, strict=True))
+    with torch.no_grad():
+        # the outside clock is a difference of two noisy call times: load
+        # inflates it, never deflates it for long; measured up to three times,
+        # the smallest is kept
         outside = _outside_clock(step, n)
         for _ in range(2):
             if ours >= outside / 1.5:
@@ -248,8 +269,7 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
         f"guard per lookup: ours {ours * 1e6:.0f} µs, profiler {prof * 1e6:.0f} µs, "
         f"outside clock {outside * 1e6:.0f} µs"
     )
-    assert len(events) == n
-    assert prof / 1.5 <= ours <= prof * 1.5
+    assert 1 / 1.5 <= ratio <= 1.5, (ours_s, prof_s)
     # the warm check timed at compile time was 3-6x too low here: in situ is
     # not below the outside clock's lower bound by more than noise allows
     assert ours >= outside / 1.5
