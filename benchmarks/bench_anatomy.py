@@ -102,23 +102,32 @@ def anatomy(step: Callable[[], Any], n: int, rounds: int) -> dict:
         "eager call": [],
     }
     wrapper, bounded = [], True
-    for _ in range(rounds):
+    for i in range(rounds):
+        # each pair in alternating order, round to round: a drift in the
+        # machine's speed moves both sides of a pair, not one
+        bare_first = i % 2 == 1
+        if bare_first:
+            outside = per_call(step, n)
         with stance_magic.measure("default") as rep:
             for _ in range(n):
                 step()
+        if not bare_first:
+            outside = per_call(step, n)
         p = rep.call_parts
         bounded = bounded and p is not None and p.lookup_bounded
-        outside = per_call(step, n)
         lookup, region = profiled(step, n)
         rows["whole call"].append((p.call_s, outside))
         rows["lookup"].append((p.lookup_s, lookup))
         rows["compiled code"].append((p.compiled_s, region))
         wrapper.append(p.wrapper_s)
-        with stance_magic.measure("force_eager") as eager:
-            for _ in range(n):
-                step()
         with torch.compiler.set_stance("force_eager"):
-            outside_eager = per_call(step, n)
+            if bare_first:
+                outside_eager = per_call(step, n)
+            with stance_magic.measure("force_eager") as eager:
+                for _ in range(n):
+                    step()
+            if not bare_first:
+                outside_eager = per_call(step, n)
         rows["eager call"].append((eager.call_parts.eager_s, outside_eager))
     med = statistics.median
     return {

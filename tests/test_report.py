@@ -24,6 +24,7 @@ from torch._dynamo.utils import get_compilation_metrics
 
 import stance_magic
 from stance_magic import probe
+from stance_magic.probe import anatomy
 from stance_magic.render import lookup_bound, lookup_method
 
 from conftest import html_outputs, last, run, text_outputs
@@ -180,23 +181,32 @@ def test_guard_cost_timed_in_situ_against_direct_check_and_profiler(sh):
     # a lookup is the guard check plus building the frame's locals: not below
     # the bare check, and close to the profiler's timing of whole lookups
     assert rep.lookups.per_lookup_s >= 0.8 * direct
-    prof = probe.CellProfiler(lookups=True)
-    for _ in range(50):
-        sh.user_ns["cm"](*sh.user_ns["xs"])
-    events, _ = prof.stop()
-    assert len(events) == 50
-    med = statistics.median(events)
     # plus a fixed few µs of call overhead (the call into the function, its
     # 32 arguments and Dynamo's frame set-up; more on a loaded machine), which
-    # real models do not notice (test_real_models: within 1.5x there)
-    assert med / 1.5 <= rep.lookups.per_lookup_s <= 1.5 * med + 25e-6
+    # real models do not notice (test_real_models: within 1.5x there). Under
+    # load a cell's lookups move together: the cell's figure against the
+    # profiler over the same loop, in three interleaved rounds, by the median
+    # of the rounds' ratios
+    pairs = []  # (ours, the profiler's median lookup event)
+    for i in range(3):
+        if i:
+            run(sh, "%%stance default -q\nfor _ in range(50):\n    cm(*xs)")
+        ours = last(sh).lookups.per_lookup_s
+        prof = probe.CellProfiler(lookups=True)
+        for _ in range(50):
+            sh.user_ns["cm"](*sh.user_ns["xs"])
+        events, _ = prof.stop()
+        assert len(events) == 50
+        pairs.append((ours, statistics.median(events)))
+    assert statistics.median(o / m for o, m in pairs) >= 1 / 1.5, pairs
+    assert statistics.median(o / (1.5 * m + 25e-6) for o, m in pairs) <= 1, pairs
     # first call: no lookup; the total sums the 49 timed lookups
     assert rep.lookups.seconds == pytest.approx(sum(t.seconds for t in rep.lookups.targets))
     assert rep.lookups.seconds >= 0.5 * 49 * rep.lookups.per_lookup_s
-    # torch's profiler ran over a few of them (to bound the lookups, once a
-    # session): counted, not timed
+    # torch's profiler ran over a few of them (to bound the lookups, in the
+    # function's first cells): counted, not timed
     lk = rep.lookups
-    assert lk.bounded and 0 < lk.calibrated == lk.sampled < 10
+    assert lk.bounded and 0 < lk.calibrated == lk.sampled <= anatomy.CALIBRATION_CALLS
     assert lookup_method(lk).startswith(f"timed in situ: {lk.timed} lookups")
     assert f"{lk.calibrated} ran under the profiler" in lookup_method(lk)
     assert lookup_bound(lk) is None and lk.timed + lk.sampled == 49

@@ -22,12 +22,14 @@ the next call's start. Counted-only calls never meet it.
 
 Where the lookup itself starts, inside Dynamo's C frame hook, Python cannot
 see: :class:`LookupBounds` runs torch's profiler over a few calls of a
-function, once a session, to read the ``TorchDynamo Cache Lookup`` events
-that bound it; the rest of the span from the dispatch is the wrapper's.
+function, in the first two cells that call it enough, to read the
+``TorchDynamo Cache Lookup`` events that bound it; the rest of the span
+from the dispatch is the wrapper's.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 from typing import Any, Callable
 
@@ -192,42 +194,52 @@ class CallClock:
 
 
 #: Calls a calibration may run the profiler over, whatever functions they
-#: call; the first :data:`CALIBRATION_SKIP` lookups are left out (the
-#: profiler's first events after it starts are slow: 7, 2, 1.4, 1.3 µs, then
-#: 1.25 µs, for a 1-argument function on torch 2.13), and a function is
-#: bounded from the fastest of :data:`CALIBRATION_HITS` of its calls that hit
-#: (the slow ones are the profiler's warm-up, not the lookup). A calibration
-#: stops as soon as every function it met has that many.
-CALIBRATION_CALLS = 40
+#: call. The first :data:`CALIBRATION_SKIP` lookups are left out: the
+#: profiler's first events after it starts are slow (for a 1-argument
+#: function on torch 2.13: 9, 2.7, 1.5, 1.4, 1.4, 1.4, 1.4, then about
+#: 1.3 µs, the median of a long run). A calibration stops as soon as every
+#: function it met has :data:`CALIBRATION_HITS` calls that hit past those; a
+#: function with at least :data:`CALIBRATION_MIN_HITS` of them when it stops
+#: is bounded by their median event (a burst of load moves a few of them,
+#: not the median).
+CALIBRATION_CALLS = 64
 #: A function's lookups are bounded only once this many of them have been
 #: timed in the cell (a short cell keeps every call timed, unbounded).
 CALIBRATE_AFTER = 8
-CALIBRATION_SKIP = 3
-CALIBRATION_HITS = 4
+CALIBRATION_SKIP = 8
+CALIBRATION_HITS = 16
+CALIBRATION_MIN_HITS = 4
 #: Calibrations a function may take part in without being bounded (its calls
 #: miss, or another profiler runs): then it is left unbounded for the session.
 CALIBRATION_TRIES = 3
+#: Calibrations of a function, each in a cell of its own: the faster median
+#: is its lookup. Once in a while all of one calibration's events are slow
+#: (seen here: 2.3 µs against 1.3 µs for the 1-argument function, about 1
+#: run in 8), while the unprofiled calls around it are not; a second
+#: calibration in a later cell does not share that.
+CALIBRATIONS = 2
 
 
 class LookupBounds:
-    """Per compiled function, its lookup as torch's profiler bounds it, once a
-    session.
+    """Per compiled function, its lookup as torch's profiler bounds it, in
+    the first cells that call it enough.
 
     The recorder times a lookup from torch.compile's dispatcher to the end of
     the lookup; the ``TorchDynamo Cache Lookup`` event of torch's profiler
-    starts inside Dynamo's C frame hook, where Python cannot see. So once a
-    session, when :data:`CALIBRATE_AFTER` of a function's lookups have been
-    timed in a cell, the profiler runs over the next few compiled calls
+    starts inside Dynamo's C frame hook, where Python cannot see. So in
+    :data:`CALIBRATIONS` cells of a session, when :data:`CALIBRATE_AFTER` of
+    a function's lookups have been timed in the cell, the profiler runs over
+    the next few compiled calls
     (:meth:`start`, :meth:`profiling`, :meth:`stop`). The profiler's lookup
     events come in the order of the lookups the recorder
     counts (nested ones and counted-only hits too), so a call's own lookup
-    (:meth:`note`) is the event at its place in that count. The fastest of
-    them (after the profiler's own warm-up) is the function's lookup; the
-    share of its span from the dispatch that is not the lookup
-    (:meth:`bound`) comes from its calls after that, with the profiler off
-    (the profiler's own bookkeeping lengthens the span): the smallest such
-    share of any cell so far, so that a cell slowed as a whole (the first, a
-    burst of load) does not shrink the lookups of quieter ones.
+    (:meth:`note`) is the event at its place in that count. The median of
+    them (after the profiler's own warm-up; the faster of the calibrations')
+    is the function's lookup; the share of its span from the dispatch that is
+    not the lookup (:meth:`bound`) comes from its calls with the profiler off
+    (the profiler's own bookkeeping lengthens the span): the smallest median
+    span of any cell so far, less the lookup, so that a cell slowed as a whole
+    (the first, a burst of load) does not shrink the lookups of quieter ones.
 
     A profiled call is counted, not timed (the profiler slows it), and the
     profiler's own start and stop inside a cell are in :attr:`overhead_s`,
@@ -237,9 +249,12 @@ class LookupBounds:
     __slots__ = (
         "_base",
         "_bounds",
+        "_cell",
+        "_cells",
         "_clock",
         "_hits",
         "_on",
+        "_rounds",
         "_spoiled",
         "_tries",
         "calls",
@@ -260,10 +275,16 @@ class LookupBounds:
         #: the place of the first miss (a compile may follow, and a compile
         #: looks frames up too: the events after it are not the calls'), or None
         self._spoiled: int | None = None
-        #: function -> [lookup event seconds, share of the span that is not the
-        #: lookup (None until its first unprofiled calls)], or None: unbounded
+        #: function -> [lookup event seconds, the smallest median span of its
+        #: unprofiled timed hits in a cell (None until its first)], or None:
+        #: unbounded
         self._bounds: dict[Any, list[float | None] | None] = {}
         self._tries: dict[Any, int] = {}
+        #: function -> calibrations that bounded it, and the cell of the last
+        self._rounds: dict[Any, int] = {}
+        self._cells: dict[Any, int] = {}
+        #: the current cell's number (:meth:`new_cell`)
+        self._cell = 0
         #: seconds the profiler's start and stop took inside cells, so far
         self.overhead_s = 0.0
 
@@ -271,9 +292,19 @@ class LookupBounds:
     def on(self) -> bool:
         return self._on
 
+    def new_cell(self) -> None:
+        """An outermost window opens: a function bounded in an earlier cell
+        may be calibrated again in this one."""
+        self._cell += 1
+
     def wanted(self, fn: Any) -> bool:
-        """Whether ``fn``'s lookup has yet to be bounded (or given up on)."""
-        return fn not in self._bounds
+        """Whether ``fn``'s lookup has a calibration to go (not given up on,
+        not calibrated in this cell already)."""
+        if fn not in self._bounds:
+            return True
+        if self._bounds[fn] is None:
+            return False
+        return self._rounds[fn] < CALIBRATIONS and self._cells[fn] != self._cell
 
     def start(self, fn: Any, lookups: int) -> bool:
         """Turn the profiler on for a call of ``fn`` (``lookups``: the
@@ -281,7 +312,10 @@ class LookupBounds:
         (another profiler running)."""
         tries = self._tries.get(fn, 0)
         if tries >= CALIBRATION_TRIES:
-            self._bounds[fn] = None
+            if fn in self._bounds:
+                self._rounds[fn] = CALIBRATIONS  # bounded once: that stands
+            else:
+                self._bounds[fn] = None
             return False
         t0 = self._clock()
         started = _profiler_start()
@@ -343,32 +377,43 @@ class LookupBounds:
             if CALIBRATION_SKIP <= i < n and self.wanted(fn):
                 per_fn.setdefault(fn, []).append(events[i])
         for fn, lookups in per_fn.items():
-            if len(lookups) >= CALIBRATION_HITS:
-                self._bounds[fn] = [min(lookups), None]
+            if len(lookups) < CALIBRATION_MIN_HITS:
+                continue
+            event = statistics.median(lookups)
+            bound = self._bounds.get(fn)
+            if bound is None:
+                self._bounds[fn] = [event, None]
+                self._rounds[fn] = 1
+            else:
+                bound[0] = min(bound[0], event)  # type: ignore[type-var]
+                self._rounds[fn] += 1
+            self._cells[fn] = self._cell
 
     def bound(self, fn: Any, spans: list[float]) -> tuple[float, float] | None:
         """``fn``'s lookup event and the share of its dispatch-to-lookup-end
-        span that is not the lookup: the median of ``spans`` (a cell's
-        unprofiled timed hits) less the event, the smallest of the session's
-        cells (it depends on the call's path, not on the guards, which the
-        lookup is); None while unbounded."""
+        span that is not the lookup: the smallest median of ``spans`` (a
+        cell's unprofiled timed hits) of the session's cells, less the event
+        (it depends on the call's path, not on the guards, which the lookup
+        is); None while unbounded."""
         bound = self._bounds.get(fn)
         if bound is None:
             return None
-        lookup, gap = bound
+        lookup, least = bound
         assert lookup is not None
-        if spans and (gap is None or len(spans) >= CALIBRATION_HITS):
+        if spans and (least is None or len(spans) >= CALIBRATION_MIN_HITS):
             spans = sorted(spans)
-            here = max(spans[len(spans) // 2] - lookup, 0.0)
-            gap = bound[1] = here if gap is None else min(gap, here)
-        if gap is None:
+            here = spans[len(spans) // 2]
+            least = bound[1] = here if least is None else min(least, here)
+        if least is None:
             return None
-        return lookup, gap
+        return lookup, max(least - lookup, 0.0)
 
     def clear(self) -> None:
         """Forget every bound (torch.compiler.reset: new code, new guards)."""
         self._bounds.clear()
         self._tries.clear()
+        self._rounds.clear()
+        self._cells.clear()
 
 
 def _profiler_start() -> bool:

@@ -12,7 +12,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .anatomy import CALIBRATE_AFTER, CALIBRATION_HITS, CallClock, LookupBounds
+from .anatomy import CALIBRATE_AFTER, CALIBRATION_MIN_HITS, CallClock, LookupBounds
 from .backends import backend_name
 from .breaks import (
     GraphBreakEvent,
@@ -108,7 +108,7 @@ class Target:
     #: dispatch to the call's end)
     eager_parts: list[tuple[float | None, float]] = field(default_factory=list)
     #: the lookup as torch's profiler bounds it (a few calls of the function,
-    #: profiled once a session: see probe.anatomy.LookupBounds) and the share
+    #: profiled in its first cells: see probe.anatomy.LookupBounds) and the share
     #: of the span from the dispatch that is not the lookup (torch.compile's
     #: wrapper and Dynamo's preparation): None while unbounded
     lookup_event_s: float | None = None
@@ -425,7 +425,7 @@ class Recorder:
         #: the parts of a timed call (probe.anatomy), made with the compile_wrapper code
         self._callclock: CallClock | None = None
         self._tail_act: _Activation | None = None
-        #: torch's profiler over a few calls per function, once a session
+        #: torch's profiler over a few calls per function, in its first cells
         self._bounds = LookupBounds(self._clock)
         #: the dispatch count when the last timed call ended (its successor's
         #: start is the clock's next_enter)
@@ -835,7 +835,7 @@ class Recorder:
             fn = self._fn_of(callback, f)
             if bounds.wanted(fn):
                 # a function whose lookups have hit: torch's profiler over a
-                # few calls, once a session (False while another one runs)
+                # few calls, in its first cells (False while another one runs)
                 calibrating = bounds.start(fn, self._hits + self._misses)
         act.calibrating = calibrating
         act.before = before
@@ -868,7 +868,7 @@ class Recorder:
         spot checks where there are enough (the steady state; a cell's first
         lookups are slower, and stand only for themselves), else all."""
         spots = t.spot_samples
-        spans = spots if len(spots) >= CALIBRATION_HITS else [p[1] for p in t.parts]
+        spans = spots if len(spots) >= CALIBRATION_MIN_HITS else [p[1] for p in t.parts]
         bound = self._bounds.bound(fn, spans)
         if bound is not None:
             t.lookup_event_s, t.lookup_gap_s = bound
@@ -1276,6 +1276,7 @@ class Recorder:
         if not self._marks:
             # the running state is clear: __init__ and the last stop() cleared it
             self._window_timed.clear()
+            self._bounds.new_cell()
             self._install_log_capture()
             self._install_hooks()
         elif self._sentinel_gone():
@@ -1308,6 +1309,10 @@ class Recorder:
             self._settle_miss()
         if self._act is not None and mark is self._marks[0]:
             self._end_activation(self._act)
+        if mark is self._marks[0] and self._bounds.on:
+            # a calibration still running when the cell ends: its events so
+            # far bound this cell's functions (the clock has stopped already)
+            self._bounds.stop(self._hits + self._misses, in_cell=False)
         reset_seen = self._sentinel_gone()
         if reset_seen:
             self._limits.clear()
