@@ -816,16 +816,17 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
     In situ, a function whose lookup torch's profiler bounded (see
     :mod:`stance_magic.probe.anatomy`) has each of its own lookups bounded
     alike: the span from torch.compile's dispatch to the end of the lookup,
-    less the share the profiler shows is not the lookup."""
+    times the share of it the profiler shows is the lookup."""
     weighted_all: list[tuple[float, float]] = []
     targets = []
     bounded = bool(window.targets)
     for t in window.targets:
         seconds, weighted = _lookup_estimate(t)
-        gap = t.lookup_gap_s if not t.resumed else None  # nested lookups have no gap
-        if gap is not None:
-            seconds = max(seconds - gap * (t.timed + t.sampled), 0.0)
-            weighted = [(max(x - gap, 0.0), w) for x, w in weighted]
+        # nested lookups are timed from the call that made them: no share
+        share = t.lookup_share if not t.resumed else None
+        if share is not None:
+            seconds *= share
+            weighted = [(x * share, w) for x, w in weighted]
         elif t.timed:
             bounded = False
         weighted_all += weighted
@@ -842,7 +843,7 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
                 per_lookup_s=per_lookup,
                 sampled=t.sampled,
                 calibrated=t.calibrated,
-                parts=_call_parts(t, gap, per_lookup),
+                parts=_call_parts(t, share, per_lookup),
             )
         )
     counts = Lookups(
@@ -888,14 +889,17 @@ def _median(xs: Sequence[float]) -> float | None:
     return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
-def _call_parts(t: probe.Target, gap: float | None, lookup: float | None) -> CallParts | None:
+def _call_parts(t: probe.Target, share: float | None, lookup: float | None) -> CallParts | None:
     """One function's calls, part by part: medians over its timed calls (a
     timed call that compiled is left out: its compile is the report's); the
     lookup is the lookups' own figure (``lookup``: the function's median
-    lookup, bounded by ``gap`` where torch's profiler bounded it)."""
+    lookup, bounded as ``share`` of its span where torch's profiler bounded
+    it), the rest of that span the wrapper's way into Dynamo."""
     if not t.parts and not t.eager_parts:
         return None
-    into = gap if t.parts and gap is not None else None
+    into = None
+    if t.parts and share is not None and lookup is not None and share > 0:
+        into = lookup / share - lookup
     if not t.parts:
         lookup = None
     return CallParts(
@@ -907,7 +911,7 @@ def _call_parts(t: probe.Target, gap: float | None, lookup: float | None) -> Cal
         after_s=_median([p[3] for p in t.parts]),
         eager_s=_eager_call(t.eager_parts),
         eager_calls=len(t.eager_parts),
-        lookup_bounded=gap is not None,
+        lookup_bounded=share is not None,
     )
 
 

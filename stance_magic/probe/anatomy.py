@@ -234,12 +234,14 @@ class LookupBounds:
     events come in the order of the lookups the recorder
     counts (nested ones and counted-only hits too), so a call's own lookup
     (:meth:`note`) is the event at its place in that count. The median of
-    them (after the profiler's own warm-up; the faster of the calibrations')
-    is the function's lookup; the share of its span from the dispatch that is
-    not the lookup (:meth:`bound`) comes from its calls with the profiler off
-    (the profiler's own bookkeeping lengthens the span): the smallest median
-    span of any cell so far, less the lookup, so that a cell slowed as a whole
-    (the first, a burst of load) does not shrink the lookups of quieter ones.
+    them (after the profiler's own warm-up) is the function's lookup, and its
+    share of the span from the dispatch (:meth:`bound`) is that over the
+    median span of the same cell's calls with the profiler off (the
+    profiler's own bookkeeping lengthens the span); of the calibrations, the
+    one with the faster lookup stands. Each timed lookup is then that share
+    of its span: when the process slows down (load, or one of the slow
+    states a process falls into for a while), the path to the lookup and the
+    lookup slow down together.
 
     A profiled call is counted, not timed (the profiler slows it), and the
     profiler's own start and stop inside a cell are in :attr:`overhead_s`,
@@ -275,9 +277,10 @@ class LookupBounds:
         #: the place of the first miss (a compile may follow, and a compile
         #: looks frames up too: the events after it are not the calls'), or None
         self._spoiled: int | None = None
-        #: function -> [lookup event seconds, the smallest median span of its
-        #: unprofiled timed hits in a cell (None until its first)], or None:
-        #: unbounded
+        #: function -> [lookup event seconds, its share of the span from the
+        #: dispatch (None until a cell's unprofiled calls gave a span), the
+        #: event of a calibration whose cell has yet to give its span], or
+        #: None: unbounded
         self._bounds: dict[Any, list[float | None] | None] = {}
         self._tries: dict[Any, int] = {}
         #: function -> calibrations that bounded it, and the cell of the last
@@ -379,34 +382,34 @@ class LookupBounds:
         for fn, lookups in per_fn.items():
             if len(lookups) < CALIBRATION_MIN_HITS:
                 continue
-            event = statistics.median(lookups)
             bound = self._bounds.get(fn)
             if bound is None:
-                self._bounds[fn] = [event, None]
-                self._rounds[fn] = 1
-            else:
-                bound[0] = min(bound[0], event)  # type: ignore[type-var]
-                self._rounds[fn] += 1
+                bound = self._bounds[fn] = [None, None, None]
+                self._rounds[fn] = 0
+            bound[2] = statistics.median(lookups)  # its share: from this cell's spans
+            self._rounds[fn] += 1
             self._cells[fn] = self._cell
 
     def bound(self, fn: Any, spans: list[float]) -> tuple[float, float] | None:
-        """``fn``'s lookup event and the share of its dispatch-to-lookup-end
-        span that is not the lookup: the smallest median of ``spans`` (a
-        cell's unprofiled timed hits) of the session's cells, less the event
-        (it depends on the call's path, not on the guards, which the lookup
-        is); None while unbounded."""
+        """``fn``'s lookup event and its share of the span from the dispatch
+        to the lookup's end; None while unbounded. ``spans``: the current
+        cell's unprofiled timed hits of ``fn``. A calibration's share is its
+        event over the median span of its own cell (the lookup and the path
+        to it slow down together when the process does); of two
+        calibrations, the one with the faster event stands."""
         bound = self._bounds.get(fn)
         if bound is None:
             return None
-        lookup, least = bound
-        assert lookup is not None
-        if spans and (least is None or len(spans) >= CALIBRATION_MIN_HITS):
+        event, share, pending = bound
+        if pending is not None and spans:
             spans = sorted(spans)
-            here = spans[len(spans) // 2]
-            least = bound[1] = here if least is None else min(least, here)
-        if least is None:
+            here = min(pending / spans[len(spans) // 2], 1.0)
+            if event is None or pending < event:
+                event, share = bound[0], bound[1] = pending, here
+            bound[2] = None
+        if event is None or share is None:
             return None
-        return lookup, max(least - lookup, 0.0)
+        return event, share
 
     def clear(self) -> None:
         """Forget every bound (torch.compiler.reset: new code, new guards)."""

@@ -108,11 +108,11 @@ class Target:
     #: dispatch to the call's end)
     eager_parts: list[tuple[float | None, float]] = field(default_factory=list)
     #: the lookup as torch's profiler bounds it (a few calls of the function,
-    #: profiled in its first cells: see probe.anatomy.LookupBounds) and the share
-    #: of the span from the dispatch that is not the lookup (torch.compile's
-    #: wrapper and Dynamo's preparation): None while unbounded
+    #: profiled in its first cells: see probe.anatomy.LookupBounds) and its
+    #: share of the span from the dispatch (the rest: torch.compile's wrapper
+    #: and Dynamo's preparation): None while unbounded
     lookup_event_s: float | None = None
-    lookup_gap_s: float | None = None
+    lookup_share: float | None = None
 
 
 #: What torch did after a cache miss.
@@ -871,7 +871,7 @@ class Recorder:
         spans = spots if len(spots) >= CALIBRATION_MIN_HITS else [p[1] for p in t.parts]
         bound = self._bounds.bound(fn, spans)
         if bound is not None:
-            t.lookup_event_s, t.lookup_gap_s = bound
+            t.lookup_event_s, t.lookup_share = bound
 
     def _pin(self, act: _Activation, frame_id: int) -> None:
         """Name ``act`` the call of the compile_wrapper frame at ``frame_id``
