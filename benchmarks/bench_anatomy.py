@@ -84,6 +84,15 @@ def profiled(step: Callable[[], Any], n: int) -> tuple[float, float]:
     return statistics.median(lookups), statistics.median(regions)
 
 
+def _paired(measured: Callable[[], Any], bare: Callable[[], float], bare_first: bool) -> tuple:
+    """(measured(), bare()), run in the order asked."""
+    if bare_first:
+        b = bare()
+        return measured(), b
+    m = measured()
+    return m, bare()
+
+
 def anatomy(step: Callable[[], Any], n: int, rounds: int) -> dict:
     """Report against independent sources, ``rounds`` rounds of ``n`` calls."""
     import torch
@@ -102,17 +111,18 @@ def anatomy(step: Callable[[], Any], n: int, rounds: int) -> dict:
         "eager call": [],
     }
     wrapper, bounded = [], True
+
+    def measured(stance: str) -> Any:
+        with stance_magic.measure(stance) as rep:
+            for _ in range(n):
+                step()
+        return rep
+
     for i in range(rounds):
         # each pair in alternating order, round to round: a drift in the
         # machine's speed moves both sides of a pair, not one
-        bare_first = i % 2 == 1
-        if bare_first:
-            outside = per_call(step, n)
-        with stance_magic.measure("default") as rep:
-            for _ in range(n):
-                step()
-        if not bare_first:
-            outside = per_call(step, n)
+        first = i % 2 == 1
+        rep, outside = _paired(lambda: measured("default"), lambda: per_call(step, n), first)
         p = rep.call_parts
         bounded = bounded and p is not None and p.lookup_bounded
         lookup, region = profiled(step, n)
@@ -121,13 +131,9 @@ def anatomy(step: Callable[[], Any], n: int, rounds: int) -> dict:
         rows["compiled code"].append((p.compiled_s, region))
         wrapper.append(p.wrapper_s)
         with torch.compiler.set_stance("force_eager"):
-            if bare_first:
-                outside_eager = per_call(step, n)
-            with stance_magic.measure("force_eager") as eager:
-                for _ in range(n):
-                    step()
-            if not bare_first:
-                outside_eager = per_call(step, n)
+            eager, outside_eager = _paired(
+                lambda: measured("force_eager"), lambda: per_call(step, n), first
+            )
         rows["eager call"].append((eager.call_parts.eager_s, outside_eager))
     med = statistics.median
     return {
