@@ -98,6 +98,20 @@ def _cudagraph_hints(rep: Any) -> list[str]:
                 f"could not replay them{why}: keep the inputs it treats as static (parameters, "
                 "buffers) in place, and clone outputs you keep across calls"
             )
+    if cg.overwritten_output:
+        at = f" (made at {cg.overwritten_made_at})" if cg.overwritten_made_at else ""
+        hints.append(
+            f"an output of a CUDA-graph replay{at} was read after the next replay overwrote "
+            "it: clone what you keep across calls (`y = model(x).clone()`), or call "
+            "torch.compiler.cudagraph_mark_step_begin() before each step"
+        )
+    for f in cg.pending_backward:
+        hints.append(
+            f"CUDA graphs of {f} stayed in warm-up: outputs of an earlier call still wait "
+            "for their backward; call backward() each step, detach the outputs or run under "
+            "torch.no_grad(), or call torch.compiler.cudagraph_mark_step_begin() before "
+            "each step"
+        )
     reasons = [s for s in cg.skips if s.reason]
     if reasons:
         s = max(reasons, key=lambda x: x.count)

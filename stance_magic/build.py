@@ -689,6 +689,15 @@ def _cudagraphs(
                 sizes=[list(r.sizes) for r in recs if r.sizes],
             )
         )
+    pending = list(cg.pending_backward) if cg is not None else []
+    overwritten = probe.cudagraph_overwritten_output(closed.error)
+    made_at = ""
+    if overwritten is not None:
+        filename, line, source = overwritten
+        made_at = _where(filename, line) or "(torch found no stack trace)"
+        source = source or _source_line(filename, line)
+        if source and filename:
+            made_at += f" `{source}`"
     return CudaGraphs(
         recorded=len(recordings),
         replayed=sum(cg.replays.values()) if cg is not None else 0,
@@ -698,6 +707,15 @@ def _cudagraphs(
         skipped=sum(s.count for s in out),
         skips=out,
         frames=graph_frames,
+        pending_backward=list(
+            dict.fromkeys(
+                where.get(p.compile_id)
+                or f"{p.function or 'compiled graph'} (compile {p.compile_id})"
+                for p in pending
+            )
+        ),
+        overwritten_output=overwritten is not None,
+        overwritten_made_at=made_at,
     )
 
 

@@ -121,6 +121,12 @@ def cudagraph_value(cg: Any) -> str:
         parts.append(f"{_plural(cg.warmups, 'warm-up run')}")
     if cg.skipped:
         parts.append(f"{cg.skipped} skipped")
+    if cg.pending_backward:
+        parts.append(
+            f"{_plural(len(cg.pending_backward), 'graph')} held back by a pending backward"
+        )
+    if cg.overwritten_output:
+        parts.append("an overwritten output read")
     return ", ".join(parts)
 
 
@@ -160,6 +166,16 @@ def cudagraph_lines(cg: Any) -> list[str]:
     """The CUDA graphs row's details: each frame's recordings, each skip."""
     lines = [cudagraph_frame_text(f) for f in cg.frames if f.recorded > 1 or f.rerecorded]
     lines += [f"skipped: {cudagraph_skip_text(s)}" for s in cg.skips]
+    lines += [
+        f"{f}: torch kept running its warm-up (eagerly) instead of replaying: outputs of "
+        "an earlier call still wait for their backward"
+        for f in cg.pending_backward
+    ]
+    if cg.overwritten_output:
+        lines.append(
+            "the cell read an output of an earlier replay after a later replay overwrote it"
+            + (f" (the output made at {cg.overwritten_made_at})" if cg.overwritten_made_at else "")
+        )
     return lines
 
 

@@ -592,10 +592,25 @@ class CudaGraphs:
     skips: list[CudaGraphSkip] = field(default_factory=list)
     #: per compiled frame that recorded graphs
     frames: list[CudaGraphFrame] = field(default_factory=list)
+    #: frames torch warned could not leave their warm-up (eager) runs for
+    #: replays: outputs of an earlier call still wait for their backward
+    pending_backward: list[str] = field(default_factory=list)
+    #: the cell raised torch's error for reading an output of an earlier
+    #: replay that a later replay overwrote; where torch says that output
+    #: was made (``In [3], line 2 `y = x @ x```), when its text says
+    overwritten_output: bool = False
+    overwritten_made_at: str = ""
 
     @property
     def empty(self) -> bool:
-        return not (self.recorded or self.replayed or self.warmups or self.skipped)
+        return not (
+            self.recorded
+            or self.replayed
+            or self.warmups
+            or self.skipped
+            or self.pending_backward
+            or self.overwritten_output
+        )
 
 
 @dataclass(frozen=True)
@@ -988,6 +1003,8 @@ def _cuda_row(rep: CellReport) -> dict[str, Any]:
         "cuda_peak_bytes": cuda.peak_bytes if cuda is not None else None,
         "cuda_peak_reserved_bytes": cuda.peak_reserved_bytes if cuda is not None else None,
         "cuda_reserved_bytes": cuda.reserved_bytes if cuda is not None else None,
+        "cudagraphs_pending_backward": len(cg.pending_backward),
+        "cudagraph_output_overwritten": cg.overwritten_output,
     }
 
 

@@ -27,7 +27,12 @@ import stance_magic
 from stance_magic import advice, probe
 from stance_magic.build import Closed, build_report
 from stance_magic.probe import cudagraphs as probe_cudagraphs
-from stance_magic.probe.cudagraphs import CudagraphRecording, CudagraphSkip, CudagraphWindow
+from stance_magic.probe.cudagraphs import (
+    CudagraphPending,
+    CudagraphRecording,
+    CudagraphSkip,
+    CudagraphWindow,
+)
 from stance_magic.probe.records import read_record, record_kernel_phases
 from stance_magic.report import Recompile
 from stance_magic.spec import MeasureSpec
@@ -295,7 +300,7 @@ def test_reduce_overhead_on_cpu_tensors_is_skipped_with_torchs_reason(sh, tmp_pa
         assert any("ran without CUDA graphs" in h for h in rep.advice())
         row = rep.summary_row()
         assert row["cudagraphs_skipped"] == 1 and row["cudagraph_skip_reasons"] == skip.reason
-        assert list(row)[-1] == "cuda_reserved_bytes"
+        assert list(row)[-1] == "cudagraph_output_overwritten"
         fx = rep.compile_caches
         assert (fx.fx_misses, fx.fx_hits) == ((1, 0) if attempt == "generated" else (0, 1))
         if attempt == "generated":
@@ -488,6 +493,113 @@ def test_a_cell_without_cuda_graphs_shows_no_row(sh):
     assert "stance_magic_cudagraphs" not in names
 
 
+def test_a_pending_backward_is_a_row_line_and_a_hint():
+    window = CudagraphWindow(
+        pending_backward=[CudagraphPending("0/0", "forward")], warmups={"0/0": 5}
+    )
+    rep = build_report(_closed(window), index=1)
+    cg = rep.cudagraphs
+    assert cg.pending_backward == ["forward (compile 0/0)"] and not cg.empty
+    text = str(rep)
+    assert "CUDA graphs          5 warm-up runs, 1 graph held back by a pending backward" in text
+    assert "forward (compile 0/0): torch kept running its warm-up (eagerly)" in text
+    assert any(
+        "stayed in warm-up: outputs of an earlier call still wait for their backward" in h
+        for h in rep.advice()
+    )
+    row = rep.summary_row()
+    assert row["cudagraphs_pending_backward"] == 1 and row["cudagraph_output_overwritten"] is False
+
+
+def _tree_manager_for(fn, compile_id: str):
+    """A CUDA-graph tree manager with a path of three nodes of one function
+    (CUDA cannot run here, so torch cannot build one): enough state for
+    torch's own ``check_warn_on_unable_to_start_executing`` to decide."""
+    trees = pytest.importorskip("torch._inductor.cudagraph_trees")
+    fid = trees.FunctionID(0)
+    a = SimpleNamespace(wrapped_function=SimpleNamespace(id=fid), parent=None)
+    b = SimpleNamespace(wrapped_function=SimpleNamespace(id=fid), parent=a)
+    c = SimpleNamespace(wrapped_function=SimpleNamespace(id=fid), parent=b)
+    c._path_from_root = [a, b, c]
+    manager = object.__new__(trees.CUDAGraphTreeManager)
+    manager.__dict__.update(
+        warned_functions=set(),
+        in_new_torch_compile_invocation=lambda: True,
+        ids_to_funcs={fid: SimpleNamespace(model=fn)},
+        id_to_compile_id={fid: compile_id},
+    )
+    manager.current_node = c  # a property over _current_node in newer releases
+    return manager, fid
+
+
+def test_torchs_pending_backward_warning_is_seen_once_per_function():
+    """torch's own check, run on a path that repeats one function (the
+    loop that never calls backward): torch warns once and notes the
+    function; the window names it, and nothing of ours stays in torch."""
+    import warnings
+
+    trees = pytest.importorskip("torch._inductor.cudagraph_trees")
+    check = trees.CUDAGraphTreeManager.check_warn_on_unable_to_start_executing
+
+    def forward(x):
+        return x
+
+    manager, fid = _tree_manager_for(forward, "2/0")
+    with stance_magic.measure() as rep:
+        wrapped = trees.CUDAGraphTreeManager.check_warn_on_unable_to_start_executing
+        assert getattr(wrapped, "_stance_magic_wraps", None) is check
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                manager.check_warn_on_unable_to_start_executing(fid)
+    assert trees.CUDAGraphTreeManager.check_warn_on_unable_to_start_executing is check
+    assert len(caught) == 1 and "Unable to hit fast path of CUDAGraphs" in str(caught[0].message)
+    assert fid in manager.warned_functions
+    assert rep.cudagraphs.pending_backward == ["forward (compile 2/0)"]
+    # warned before the window: torch says nothing more, nor does the report
+    with stance_magic.measure() as again:
+        manager.check_warn_on_unable_to_start_executing(fid)
+    assert again.cudagraphs.empty
+
+
+def _dealloc_msg():
+    trees = pytest.importorskip("torch._inductor.cudagraph_trees")
+    fmt = getattr(trees.CUDAGraphTreeManager, "format_dealloc_msg", None)
+    if fmt is None:  # pragma: no cover - a torch that writes it inline
+        pytest.skip(f"torch {torch.__version__} has no format_dealloc_msg")
+    return fmt
+
+
+def test_reading_an_overwritten_output_is_named_with_torchs_own_error(sh):
+    """torch's error for an output of an earlier replay read after a later
+    replay overwrote it (its text made by torch's own formatter, with the
+    stack trace torch keeps for the output): the report names it and the
+    user's line that made the output, and hints how to keep it."""
+    sh.user_ns["dealloc_msg"] = _dealloc_msg()
+    res, _ = run(sh, "def step(x):\n    y = x @ x\n    return y")
+    n = res.execution_count
+    raise_it = (
+        "%%stance default --no-plot\n"
+        "stack = f'  File \"{step.__code__.co_filename}\", line 2, in step\\n    y = x @ x\\n'\n"
+        "raise RuntimeError(dealloc_msg(stack))"
+    )
+    res, cap = run(sh, raise_it)
+    assert not res.success
+    rep = last(sh)
+    cg = rep.cudagraphs
+    assert cg.overwritten_output and cg.overwritten_made_at == f"In [{n}], line 2 `y = x @ x`"
+    text = "\n".join(text_outputs(cap))
+    assert "CUDA graphs          an overwritten output read" in text
+    assert f"after a later replay overwrote it (the output made at In [{n}], line 2" in text
+    assert any("was read after the next replay overwrote it: clone" in h for h in rep.advice())
+    assert rep.summary_row()["cudagraph_output_overwritten"] is True
+    # torch without a stack trace for the output; any other error
+    run(sh, "%%stance default -q\nraise RuntimeError(dealloc_msg(None))")
+    assert last(sh).cudagraphs.overwritten_made_at == "(torch found no stack trace)"
+    run(sh, "%%stance default -q\nraise RuntimeError('output of a CUDA graph')")
+    assert last(sh).cudagraphs.empty
+
+
 # --------------------------------------------------------------------------
 # CUDA graphs on a GPU
 # --------------------------------------------------------------------------
@@ -556,6 +668,38 @@ def test_cuda_tensors_on_one_device_are_not_skipped(sh):  # pragma: no cover - n
     rep = last(sh)
     assert rep.cudagraphs.skipped == 0 and rep.cudagraphs.recorded >= 1
     assert rep.synchronized
+
+
+@cuda_test
+def test_a_training_loop_without_backward_is_held_in_warm_up(sh):  # pragma: no cover - GPU
+    sh.run_cell(
+        "lin = torch.nn.Linear(64, 64, device='cuda')\n"
+        "clin = torch.compile(lin, mode='reduce-overhead')\n"
+        "x = torch.randn(8, 64, device='cuda')"
+    )
+    res, _ = run(sh, "%%stance default -q\nfor _ in range(6):\n    out = clin(x)")
+    assert res.success
+    rep = last(sh)
+    assert len(rep.cudagraphs.pending_backward) == 1, rep.cudagraphs
+    assert any("stayed in warm-up" in h for h in rep.advice()), rep.advice()
+
+
+@cuda_test
+def test_an_overwritten_output_read_is_named(sh):  # pragma: no cover - needs a GPU
+    """torch's documented example (the CUDA graphs page of torch.compile's
+    docs): the first output read after a second replay."""
+    res, _ = run(
+        sh,
+        "def mm(x):\n    y = x @ x\n    return y\n"
+        "cmm = torch.compile(mm, mode='reduce-overhead')\n"
+        "x = torch.randn(16, 16, device='cuda')\n"
+        "for _ in range(3):\n    cmm(x)",
+    )
+    n = res.execution_count
+    res, _ = run(sh, "%%stance default -q\ny1 = cmm(x)\ny2 = cmm(x)\nprint(y1 + 1)")
+    assert not res.success
+    cg = last(sh).cudagraphs
+    assert cg.overwritten_output and cg.overwritten_made_at.startswith(f"In [{n}], line 2"), cg
 
 
 # --------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from .breaks import (
     graph_break_type,
 )
 from .cudagraphs import CudagraphWindow
+from .cudagraphs import overwritten_output as cudagraph_overwritten_output
 from .cudagraphs import user_line as cudagraph_user_line
 from .device import cuda_in_use, sync_if_cuda
 from .frames import (
@@ -150,6 +151,7 @@ __all__ = [
     "cache_entries",
     "callback_ref",
     "cuda_in_use",
+    "cudagraph_overwritten_output",
     "cudagraph_user_line",
     "delayed_callback_unlinked",
     "delayed_stance_warning",

@@ -21,8 +21,15 @@ release stance_magic supports (2.8 to 2.13 checked in their source):
 
 While a window is open the three names above are wrapped (the wrappers note
 the skip and call torch's own), and so are ``CUDAGraphTreeManager``'s
-``record_function`` (a graph recorded), ``execute_node`` (a graph replayed)
-and ``run_eager`` (a warm-up run), once torch has imported the trees.
+``record_function`` (a graph recorded), ``execute_node`` (a graph replayed),
+``run_eager`` (a warm-up run) and ``check_warn_on_unable_to_start_executing``
+(torch's warning that a function cannot leave its warm-up for replays because
+outputs of an earlier call still wait for their backward: it adds the
+function to ``warned_functions``, once per function and manager), once torch
+has imported the trees. The other thing torch says of CUDA graphs at run time
+is an error, not a warning: reading an output of an earlier replay that a
+later one overwrote raises torch's ``format_dealloc_msg`` text
+(:func:`overwritten_output` reads it from the cell's exception).
 Nothing is installed between windows. In a process that has run CUDA graphs
 (torch imported its trees) everything is wrapped when a window opens; in any
 other, at the window's first compile (Dynamo's compile-start and -end
@@ -48,10 +55,12 @@ from typing import Any, NamedTuple
 from .patches import Patches
 
 __all__ = [
+    "CudagraphPending",
     "CudagraphRecording",
     "CudagraphSkip",
     "CudagraphWatch",
     "CudagraphWindow",
+    "overwritten_output",
     "watch",
 ]
 
@@ -66,8 +75,15 @@ LOG_MODULES = (
 LOG_FN = "log_cudagraph_skip_and_bump_counter"
 OUTPUT_CODE = "torch._inductor.output_code"
 TREES = "torch._inductor.cudagraph_trees"
+#: the tree manager's method that warns of a pending backward
+PENDING_CHECK = "check_warn_on_unable_to_start_executing"
 #: how torch starts each reason (once, or twice where it wraps its own text)
 SKIP_PREFIX = "skipping cudagraphs due to "
+#: what torch's error for an overwritten output says in every release
+#: (``CUDAGraphTreeManager.format_dealloc_msg``; 2.13 adds a variant for a
+#: gradient, "accessing gradient tensor output of CUDAGraphs that ...")
+OVERWRITTEN = "output of CUDAGraphs that has been overwritten by a subsequent run"
+_STACK = re.compile(r"Stack trace: (?P<stack>.*?)\. (?:To prevent|This can happen)", re.S)
 
 _USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<fn>\S+))?')
 
@@ -115,6 +131,17 @@ class CudagraphRecording:
     others: int = 0
 
 
+@dataclass(frozen=True)
+class CudagraphPending:
+    """A function torch warned could not replay its CUDA graphs because
+    outputs of an earlier call still wait for their backward (it keeps
+    running the function's warm-up, eagerly, instead)."""
+
+    compile_id: str
+    #: torch's name for the function
+    function: str = ""
+
+
 @dataclass
 class CudagraphWindow:
     """What one window saw of CUDA graphs."""
@@ -126,11 +153,18 @@ class CudagraphWindow:
     #: compile id -> graphs replayed / warm-up runs
     replays: dict[str, int] = field(default_factory=dict)
     warmups: dict[str, int] = field(default_factory=dict)
+    #: functions torch warned about in the window (pending backward)
+    pending_backward: list[CudagraphPending] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not (
-            self.skips or self.unexplained_skips or self.recordings or self.replays or self.warmups
+            self.skips
+            or self.unexplained_skips
+            or self.recordings
+            or self.replays
+            or self.warmups
+            or self.pending_backward
         )
 
 
@@ -154,6 +188,21 @@ def user_line(reason: str) -> tuple[str, int | None, str, str]:
     rest = reason[m.end() :].splitlines()
     source = next((ln.strip() for ln in rest[1:] if ln.strip()), "")
     return m.group("file"), int(m.group("line")), m.group("fn") or "", source
+
+
+def overwritten_output(error: BaseException | None) -> tuple[str, int | None, str] | None:
+    """Whether ``error`` is torch's error for reading an output of an earlier
+    CUDA-graph replay that a later replay overwrote: None if not, else the
+    (file, line, source) where torch says the output was made ("", None, ""
+    when its text has no frame: ``[Could not find stack trace]``)."""
+    if error is None:
+        return None
+    text = str(error)
+    if OVERWRITTEN not in text:
+        return None
+    m = _STACK.search(text)
+    filename, line, _fn, source = user_line(m.group("stack") if m else text)
+    return filename, line, source
 
 
 def _current_compile_id() -> str:
@@ -187,6 +236,7 @@ class _Mark(NamedTuple):
     counter: int
     replays: dict[str, int] | None
     warmups: dict[str, int] | None
+    pending: int
 
 
 class CudagraphWatch:
@@ -201,6 +251,7 @@ class CudagraphWatch:
         self._recordings: list[CudagraphRecording] = []
         self._replays: dict[str, int] = {}
         self._warmups: dict[str, int] = {}
+        self._pending: list[CudagraphPending] = []
         #: per thread: skips logged (inside a graph's __init__/post_compile
         #: they are not counted again) and the last failed invariant check
         self._local = threading.local()
@@ -234,6 +285,7 @@ class CudagraphWatch:
                 _skip_counter(),
                 dict(self._replays) if self._replays else None,
                 dict(self._warmups) if self._warmups else None,
+                len(self._pending),
             )
 
     def stop(self, mark: _Mark) -> CudagraphWindow | None:
@@ -246,6 +298,7 @@ class CudagraphWatch:
                 or len(self._recordings) > mark.recordings
                 or self._replays != (mark.replays or {})
                 or self._warmups != (mark.warmups or {})
+                or len(self._pending) > mark.pending
             ):
                 skips = self._skips[mark.skips :]
                 window: CudagraphWindow | None = CudagraphWindow(
@@ -254,6 +307,7 @@ class CudagraphWatch:
                     recordings=self._recordings[mark.recordings :],
                     replays=_since(self._replays, mark.replays or {}),
                     warmups=_since(self._warmups, mark.warmups or {}),
+                    pending_backward=self._pending[mark.pending :],
                 )
             else:
                 window = None
@@ -264,6 +318,7 @@ class CudagraphWatch:
                 self._recordings.clear()
                 self._replays.clear()
                 self._warmups.clear()
+                self._pending.clear()
         return window
 
     # ----------------------------------------------------------------- hooks
@@ -352,6 +407,8 @@ class CudagraphWatch:
                 self._patches.apply(manager, "record_function", self._record_wrapper)
                 self._patches.apply(manager, "execute_node", self._replay_wrapper)
                 self._patches.apply(manager, "run_eager", self._warmup_wrapper)
+                if hasattr(manager, PENDING_CHECK):
+                    self._patches.apply(manager, PENDING_CHECK, self._pending_wrapper)
                 if node is not None:
                     self._patches.apply(node, "check_invariants", self._invariant_wrapper)
 
@@ -441,6 +498,34 @@ class CudagraphWatch:
 
         run_eager._stance_magic_wraps = orig  # type: ignore[attr-defined]
         return run_eager
+
+    def _pending_wrapper(self, orig: Any) -> Any:
+        """torch warns once per function and manager, and notes it in
+        ``warned_functions``: a function that joined it in the call warned."""
+        watch = self
+
+        def check_warn_on_unable_to_start_executing(manager: Any, function_id: Any) -> Any:
+            warned = getattr(manager, "warned_functions", None)
+            before = function_id in warned if warned is not None else True
+            result = orig(manager, function_id)
+            if watch._open and not before:
+                try:
+                    if function_id in manager.warned_functions:
+                        name = getattr(
+                            getattr(manager, "ids_to_funcs", {}).get(function_id), "model", None
+                        )
+                        watch._pending.append(
+                            CudagraphPending(
+                                compile_id=_function_compile_id(manager, function_id),
+                                function=str(getattr(name, "__name__", "") or ""),
+                            )
+                        )
+                except Exception:  # pragma: no cover - never break a run
+                    pass
+            return result
+
+        check_warn_on_unable_to_start_executing._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return check_warn_on_unable_to_start_executing
 
     def _invariant_wrapper(self, orig: Any) -> Any:
         watch = self
