@@ -144,6 +144,7 @@ def anatomy(step: Callable[[], Any], n: int, rounds: int) -> dict:
                 "report_s": med(r for r, _ in pairs),
                 "independent_s": med(i for _, i in pairs),
                 "ratio": med(r / i for r, i in pairs),
+                "round_ratios": [r / i for r, i in pairs],
             }
             for name, pairs in rows.items()
         },

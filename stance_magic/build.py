@@ -792,24 +792,39 @@ def _break_costs(breaks: list[GraphBreak], frames: list[FrameCompile]) -> list[G
 # --------------------------------------------------------------------------
 
 
-def _lookup_estimate(t: Any) -> tuple[float, list[tuple[float, float]]]:
-    """(seconds, (lookup seconds, weight) pairs) for one function's lookups.
+def _lookup_estimate(t: Any, share: float | None) -> tuple[float, list[tuple[float, float]]]:
+    """(seconds, (lookup seconds, weight) pairs) for one function's lookups,
+    each timed span times ``share`` where torch's profiler bounded them.
 
-    Stratified: the first timed lookups stand for themselves; each spot check
-    after them (1 in ``probe.SAMPLE_EVERY``) for its share of the counted-only
-    ones, so the cell's first, slower lookups do not stand for the rest.
-    Without a spot check yet, every timed lookup shares them alike."""
-    if not t.timed:
+    Stratified: the first timed lookups stand for themselves; the calls
+    torch's profiler ran over (a calibration) for themselves, by the
+    profiler's own events past its warm-up (the cell's timed calls are then
+    its first ones, which are slower); each spot check after them (1 in
+    ``probe.SAMPLE_EVERY``) for its share of the other counted-only ones, so
+    the cell's first, slower lookups do not stand for the rest. Without a
+    spot check yet, every timed lookup and event shares them alike."""
+    k = 1.0 if share is None else share
+    events = t.profiler_events if share is not None else []
+    weighted = [(x * k, 1.0) for x in t.samples]
+    seconds = t.seconds * k
+    count = t.timed
+    rest = t.sampled
+    if events:
+        w = t.calibrated / len(events)
+        weighted += [(x, w) for x in events]
+        seconds += sum(events) * w
+        count += t.calibrated
+        rest -= t.calibrated
+    if not weighted:
         return 0.0, []
-    weighted = [(x, 1.0) for x in t.samples]
-    if not t.sampled:
-        return t.seconds, weighted
+    if not rest:
+        return seconds, weighted
     spots = t.spot_samples
     if not spots:
-        w = (t.timed + t.sampled) / t.timed
-        return t.seconds * w, [(x, w) for x in t.samples]
-    extra = t.sampled / len(spots)  # each spot check's share of the counted-only
-    return t.seconds + sum(spots) * extra, weighted + [(x, extra) for x in spots]
+        scale = (count + rest) / count
+        return seconds * scale, [(x, w * scale) for x, w in weighted]
+    extra = rest / len(spots)  # each spot check's share of the counted-only
+    return seconds + sum(spots) * k * extra, weighted + [(x * k, extra) for x in spots]
 
 
 def _weighted_median(pairs: list[tuple[float, float]]) -> float | None:
@@ -839,14 +854,11 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
     targets = []
     bounded = bool(window.targets)
     for t in window.targets:
-        seconds, weighted = _lookup_estimate(t)
         # nested lookups are timed from the call that made them: no share
         share = t.lookup_share if not t.resumed else None
-        if share is not None:
-            seconds *= share
-            weighted = [(x * share, w) for x, w in weighted]
-        elif t.timed:
+        if share is None and t.timed:
             bounded = False
+        seconds, weighted = _lookup_estimate(t, share)
         weighted_all += weighted
         per_lookup = _weighted_median(weighted)
         targets.append(

@@ -896,7 +896,7 @@ def lookup_method(lk: Any) -> str:
         text = (
             f"timed in situ: {_plural(lk.timed, 'lookup')}, each bounded as torch's profiler "
             "bounds a lookup (frame locals, guard checks; the profiler ran over a few calls "
-            "of each function in its first two cells, and its share of the span from "
+            "of each function in its first three cells, and its share of the span from "
             "torch.compile's dispatch to the end of the lookup applies to each): the rest of "
             "the span is torch.compile's wrapper's (see 'a compiled call'); "
             "-u saves part of the lookup, as it still builds the locals and runs the guards "

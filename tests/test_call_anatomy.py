@@ -194,3 +194,51 @@ def test_no_bound_while_another_profiler_runs(sh):
         sh.run_cell("prof.__exit__(None, None, None)")
     events = [e for e in sh.user_ns["prof"].events() if e.name == probe.CACHE_LOOKUP_EVENT]
     assert len(events) >= 50  # the user's profiler saw the whole cell
+
+
+def _calibrate(bounds, monkeypatch, fn, events, spans):
+    """One calibration in a cell of its own: torch's profiler replaced by
+    ``events`` (the one thing not run here: the selection is the subject),
+    each profiled call's span from the dispatch given."""
+    monkeypatch.setattr(anatomy, "_profiler_start", lambda: True)
+    monkeypatch.setattr(anatomy, "_profiler_stop", lambda: list(events))
+    bounds.new_cell()
+    assert bounds.wanted(fn) and bounds.start(fn, 0)
+    for i, span in enumerate(spans):
+        if i:
+            assert bounds.profiling()
+        bounds.note(fn, span, i + 1)
+    return bounds.stop(len(spans))
+
+
+def test_of_three_calibrations_the_median_share_stands(monkeypatch):
+    """Each calibration thrown a different way: all of its events slow (the
+    share too high), a burst of load over the cell's steady calls (too low),
+    and a quiet one. After two, the faster lookup stands; from three, the
+    median share, which neither thrown one moves. The profiled calls past
+    the profiler's warm-up come back as measured lookups."""
+    bounds = anatomy.LookupBounds(lambda: 0.0)
+    n = anatomy.CALIBRATION_SKIP + 8
+    spans = [4e-6] * n
+    slow = _calibrate(bounds, monkeypatch, "f", [2.3e-6] * n, spans)
+    assert slow == [("f", 2.3e-6)] * 8
+    assert bounds.bound("f", [4e-6] * 10) == pytest.approx((2.3e-6, 0.575))
+    _calibrate(bounds, monkeypatch, "f", [1.3e-6] * n, spans)
+    assert bounds.bound("f", [4e-6] * 10) == pytest.approx((1.3e-6, 0.325))
+    _calibrate(bounds, monkeypatch, "f", [1.25e-6] * n, spans)
+    # the loaded cell's steady spans were twice as long: its share is half
+    assert bounds.bound("f", [8e-6] * 10) == pytest.approx((1.3e-6, 0.325))
+    assert not bounds.wanted("f")  # three calibrations: done
+
+
+def test_a_cell_without_steady_calls_takes_each_profiled_calls_own_share(monkeypatch):
+    """A short cell (GPT-2's 20 calls: no spot checks) has only its first
+    calls timed besides the profiled ones, and those are slower: the share
+    is each profiled call's event over its own span, the median of them."""
+    bounds = anatomy.LookupBounds(lambda: 0.0)
+    events = [50e-6] * anatomy.CALIBRATION_SKIP + [48e-6, 49e-6, 47e-6, 48e-6, 90e-6]
+    spans = [60e-6] * anatomy.CALIBRATION_SKIP + [55e-6, 56e-6, 54e-6, 55e-6, 100e-6]
+    _calibrate(bounds, monkeypatch, "gpt", events, spans)
+    event, share = bounds.bound("gpt", None)
+    assert event == pytest.approx(48e-6)
+    assert share == pytest.approx(48e-6 / 55e-6)

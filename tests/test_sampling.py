@@ -188,20 +188,49 @@ def test_the_estimate_is_stratified_first_lookups_and_spot_checks():
     t = Target(name="f", timed=74, seconds=sum(first) + sum(spots), sampled=150)
     t.samples = first + spots
     t.spot_samples = list(spots)
-    seconds, weighted = _lookup_estimate(t)
+    seconds, weighted = _lookup_estimate(t, None)
     # 64 at 10 µs, then 160 at 2 µs: the 10 spot checks and the 150 they stand for
     assert seconds == pytest.approx(64 * 10e-6 + 160 * 2e-6)
     assert sum(w for _, w in weighted) == pytest.approx(74 + 150)
     assert _weighted_median(weighted) == pytest.approx(2e-6)
+    # bounded: each timed span times the share
+    half, w_half = _lookup_estimate(t, 0.5)
+    assert half == pytest.approx(seconds / 2) and _weighted_median(w_half) == pytest.approx(1e-6)
     # not yet a spot check: every timed lookup shares the counted-only alike
     u = Target(name="g", timed=64, seconds=64e-6, sampled=10)
     u.samples = [1e-6] * 64
-    assert _lookup_estimate(u)[0] == pytest.approx(74e-6)
+    assert _lookup_estimate(u, None)[0] == pytest.approx(74e-6)
     # nothing sampled: the plain sum and median
     v = Target(name="h", timed=3, seconds=6e-6, sampled=0)
     v.samples = [1e-6, 2e-6, 3e-6]
-    assert _lookup_estimate(v)[0] == pytest.approx(6e-6)
-    assert _weighted_median(_lookup_estimate(v)[1]) == pytest.approx(2e-6)
+    assert _lookup_estimate(v, None)[0] == pytest.approx(6e-6)
+    assert _weighted_median(_lookup_estimate(v, None)[1]) == pytest.approx(2e-6)
+
+
+def test_a_calibrated_cells_profiled_calls_stand_for_themselves_by_their_events():
+    """A cell of 20 calls in which torch's profiler ran over the last 12
+    (8 of its warm-up, 4 events past it): the 8 timed calls are the cell's
+    first, 4 of them slow; the 12 profiled ones are the 4 events' (3 each),
+    so the median is the steady lookup, not the first calls'. Unbounded (no
+    share), the events are not the same measure as the spans: left out."""
+    from stance_magic.build import _lookup_estimate, _weighted_median
+    from stance_magic.probe import Target
+
+    spans = [300e-6, 150e-6, 100e-6, 90e-6, 56e-6, 55e-6, 55e-6, 54e-6]
+    t = Target(name="gpt", timed=8, seconds=sum(spans), sampled=12, calibrated=12)
+    t.samples = list(spans)
+    t.profiler_events = [48e-6, 47e-6, 49e-6, 48e-6]
+    seconds, weighted = _lookup_estimate(t, 0.9)
+    assert seconds == pytest.approx(0.9 * sum(spans) + 3 * sum(t.profiler_events))
+    assert sum(w for _, w in weighted) == pytest.approx(20)
+    assert _weighted_median(weighted) == pytest.approx(48.8e-6)  # 48.6 and 49: half each side
+    # more counted-only calls after them and no spot check: all share them alike
+    t.sampled = 22
+    more, _ = _lookup_estimate(t, 0.9)
+    assert more == pytest.approx(seconds * 30 / 20)
+    # unbounded: the 8 spans stand for all 20
+    plain, w_plain = _lookup_estimate(Target(**{**t.__dict__, "sampled": 12}), None)
+    assert plain == pytest.approx(sum(spans) * 20 / 8) and len(w_plain) == 8
 
 
 #: A cell past the first lookups of several functions, through every way a

@@ -92,6 +92,9 @@ class Target:
     #: of the sampled: the calls torch's profiler ran over to bound the
     #: function's lookup (see probe.anatomy.LookupBounds)
     calibrated: int = 0
+    #: the profiler's lookup events of those calls past its warm-up, seconds
+    #: (they stand for the calibrated calls once the function is bounded)
+    profiler_events: list[float] = field(default_factory=list)
     #: of the timed: the spot checks after the first SAMPLE_FIRST (1 in
     #: SAMPLE_EVERY), which stand for the counted-only lookups, seconds each
     spot_samples: list[float] = field(default_factory=list)
@@ -567,7 +570,7 @@ class Recorder:
                 self._callclock.uninstall()
                 self._callclock.next_enter = None
             self._tail_act = None
-            self._bounds.stop(self._hits + self._misses, in_cell=False)
+            self._profiled(self._bounds.stop(self._hits + self._misses, in_cell=False))
             guard_hook = self._hook_fns[1] if self._hook_fns else None
             now = t.c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
             if now is not None and now is not guard_hook:
@@ -823,7 +826,7 @@ class Recorder:
             calibrating = bounds.profiling()
             if not calibrating:
                 # eval frame is off here: the profiler stops plain
-                bounds.stop(self._hits + self._misses)
+                self._profiled(bounds.stop(self._hits + self._misses))
         clock = self._callclock
         before = None
         if clock is not None and clock.next_enter is not None:
@@ -862,14 +865,20 @@ class Recorder:
         parts = (act.before, act.t_lookup - act.t0, back - act.t_out, end - back - own)
         self._events.append(("parts", (key, parts), 0.0, end))
 
+    def _profiled(self, measured: list[tuple[Any, float]]) -> None:
+        """The lookups torch's profiler measured in a calibration (past its
+        warm-up): each function's stand for its profiled calls."""
+        if measured:
+            now = self._clock()
+            self._events.extend(("profiled", (fn, True), seconds, now) for fn, seconds in measured)
+
     def _lookup_bound(self, fn: Any, t: Target) -> None:
         """The profiler's bound of ``fn``'s lookup on its target ``t`` (see
-        probe.anatomy.LookupBounds), from the spans of its timed hits: the
-        spot checks where there are enough (the steady state; a cell's first
-        lookups are slower, and stand only for themselves), else all."""
+        probe.anatomy.LookupBounds), given the spans of its spot checks where
+        there are enough (the steady state; a cell's first lookups are
+        slower, and stand only for themselves)."""
         spots = t.spot_samples
-        spans = spots if len(spots) >= CALIBRATION_MIN_HITS else [p[1] for p in t.parts]
-        bound = self._bounds.bound(fn, spans)
+        bound = self._bounds.bound(fn, spots if len(spots) >= CALIBRATION_MIN_HITS else None)
         if bound is not None:
             t.lookup_event_s, t.lookup_share = bound
 
@@ -1312,7 +1321,7 @@ class Recorder:
         if mark is self._marks[0] and self._bounds.on:
             # a calibration still running when the cell ends: its events so
             # far bound this cell's functions (the clock has stopped already)
-            self._bounds.stop(self._hits + self._misses, in_cell=False)
+            self._profiled(self._bounds.stop(self._hits + self._misses, in_cell=False))
         reset_seen = self._sentinel_gone()
         if reset_seen:
             self._limits.clear()
@@ -1389,6 +1398,10 @@ class Recorder:
             if kind == "eager_parts":
                 obj, before = key
                 _target(targets, obj).eager_parts.append((before, seconds))
+                continue
+            if kind == "profiled":
+                obj, _hit = key
+                _target(targets, obj).profiler_events.append(seconds)
                 continue
             obj, hit = key
             if obj not in keys:
