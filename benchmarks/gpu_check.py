@@ -28,7 +28,9 @@ first compile is cold), in the order 4, 1, 2, 3:
    independently around the same work (a 256 MB temporary, a GPT-2 forward).
 4. **Compile phases**: the named parts of a cold GPT-2 compile (Triton kernel
    compilation) and of a ``max-autotune-no-cudagraphs`` matmul (autotuning).
-5. **The CUDA tests**: ``pytest -m cuda tests`` (needs IPython; output kept).
+5. **The CUDA tests**: ``pytest -m cuda tests`` (needs IPython; output kept),
+   among them a training loop that never calls backward (graphs held in
+   warm-up) and an output read after the next replay overwrote it.
 6. **Warm start**, in fresh processes (GPT-2 on the GPU, first compiled call,
    synchronized): (a) cold, empty cache directory, then ``save_cache``;
    (b) the same directory; (c) an empty directory and ``load_cache`` of (a)'s
