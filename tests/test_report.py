@@ -172,34 +172,40 @@ def test_guard_cost_timed_in_situ_against_direct_check_and_profiler(sh):
     (entry,) = probe.cache_entries(sh.user_ns["many"])
     scope = {"xs": tuple(sh.user_ns["xs"])}
     assert entry.guard_manager.check(scope)
-    samples = []
-    for _ in range(200):
-        t0 = time.perf_counter()
-        entry.guard_manager.check(scope)
-        samples.append(time.perf_counter() - t0)
-    direct = statistics.median(samples)
+
+    def direct() -> float:
+        samples = []
+        for _ in range(200):
+            t0 = time.perf_counter()
+            entry.guard_manager.check(scope)
+            samples.append(time.perf_counter() - t0)
+        return statistics.median(samples)
+
     # a lookup is the guard check plus building the frame's locals: not below
     # the bare check, and close to the profiler's timing of whole lookups
-    assert rep.lookups.per_lookup_s >= 0.8 * direct
     # plus a fixed few µs of call overhead (the call into the function, its
     # 32 arguments and Dynamo's frame set-up; more on a loaded machine), which
     # real models do not notice (test_real_models: within 1.5x there). Under
-    # load a cell's lookups move together: the cell's figure against the
-    # profiler over the same loop, in three interleaved rounds, by the median
-    # of the rounds' ratios
-    pairs = []  # (ours, the profiler's median lookup event)
+    # load a cell's lookups move together, and the machine's speed drifts
+    # between one measurement and the next (the bare check once read 1.8x its
+    # usual here right after a cell): the cell's figure against the bare check
+    # and the profiler over the same loop, in three interleaved rounds, by the
+    # median of the rounds' ratios
+    rounds = []  # (ours, the bare check, the profiler's median lookup event)
     for i in range(3):
         if i:
             run(sh, "%%stance default -q\nfor _ in range(50):\n    cm(*xs)")
         ours = last(sh).lookups.per_lookup_s
+        bare = direct()
         prof = probe.CellProfiler(lookups=True)
         for _ in range(50):
             sh.user_ns["cm"](*sh.user_ns["xs"])
         events, _ = prof.stop()
         assert len(events) == 50
-        pairs.append((ours, statistics.median(events)))
-    assert statistics.median(o / m for o, m in pairs) >= 1 / 1.5, pairs
-    assert statistics.median(o / (1.5 * m + 25e-6) for o, m in pairs) <= 1, pairs
+        rounds.append((ours, bare, statistics.median(events)))
+    assert statistics.median(o / d for o, d, _ in rounds) >= 0.8, rounds
+    assert statistics.median(o / m for o, _, m in rounds) >= 1 / 1.5, rounds
+    assert statistics.median(o / (1.5 * m + 25e-6) for o, _, m in rounds) <= 1, rounds
     # first call: no lookup; the total sums the 49 timed lookups
     assert rep.lookups.seconds == pytest.approx(sum(t.seconds for t in rep.lookups.targets))
     assert rep.lookups.seconds >= 0.5 * 49 * rep.lookups.per_lookup_s
