@@ -847,22 +847,25 @@ class Recorder:
             self._tail_act = act
             clock.tail(act.frame_id, self._call_done)
 
-    def _call_done(self, back: float, end: float, own: float) -> None:
-        """A timed call ended (see probe.anatomy): its parts, as an event."""
+    def _call_done(self, back: float, end: float, own: float, inner: float) -> None:
+        """A timed call ended (see probe.anatomy): its parts, as an event,
+        less the clock's own work (``own`` after the compiled code returned,
+        ``inner`` on torch's calls it passed on while the code ran)."""
         act, self._tail_act = self._tail_act, None
         self._enter_calls = self._calls  # the next call's start: this one's successor's
         if act is None or act.calibrating:
             return  # a profiled call is not a timed one: the profiler slows it
         key = act.target
         if act.t_lookup is None:  # ran without a lookup (force_eager, ...)
-            self._events.append(("eager_parts", (key, act.before), end - act.t0 - own, end))
+            self._events.append(("eager_parts", (key, act.before), end - act.t0 - own - inner, end))
             return
         if len(self._records) != act.records:
             return  # it compiled: the compile is the report's, not a part of a call
         if not act.hit:  # a miss that compiled nothing: it ran eagerly
-            self._events.append(("eager_parts", (key, act.before), end - act.t0 - own, end))
+            self._events.append(("eager_parts", (key, act.before), end - act.t0 - own - inner, end))
             return
-        parts = (act.before, act.t_lookup - act.t0, back - act.t_out, end - back - own)
+        compiled = max(back - act.t_out - inner, 0.0)
+        parts = (act.before, act.t_lookup - act.t0, compiled, end - back - own)
         self._events.append(("parts", (key, parts), 0.0, end))
 
     def _profiled(self, measured: list[tuple[Any, float]]) -> None:
