@@ -343,7 +343,7 @@ class Lookups:
     #: "in situ", "profiler" or "" (no lookup timed)
     method: str = ""
     #: in situ: each lookup bounded as torch's profiler bounds it (the
-    #: profiler ran over a few calls of each function, in its first two cells), the
+    #: profiler ran over a few calls of each function, in its first three cells), the
     #: rest of the span from torch.compile's dispatch counted as the
     #: wrapper's; False where no profiler could run (the span whole)
     bounded: bool = False
@@ -359,7 +359,7 @@ class Lookups:
     untimed: int = 0
     sampled: int = 0
     #: of the sampled: the calls torch's profiler ran over to bound the
-    #: lookups (in a function's first two cells; the profiler slows them)
+    #: lookups (in a function's first three cells; the profiler slows them)
     calibrated: int = 0
     #: nested lookups timed from the call that made them (sys.monitoring)
     resumed: int = 0

@@ -22,7 +22,7 @@ the next call's start. Counted-only calls never meet it.
 
 Where the lookup itself starts, inside Dynamo's C frame hook, Python cannot
 see: :class:`LookupBounds` runs torch's profiler over a few calls of a
-function, in the first two cells that call it enough, to read the
+function, in the first three cells that call it enough, to read the
 ``TorchDynamo Cache Lookup`` events that bound it; the rest of the span
 from the dispatch is the wrapper's.
 """
@@ -433,10 +433,13 @@ class LookupBounds:
                 return []
         elif len(events) != n:
             return []  # not one event a lookup counted: the functions' later calls try again
-        measured = [(fn, events[i]) for i, fn, _ in spans if CALIBRATION_SKIP <= i < n]
+        measured: list[tuple[Any, float]] = []
         per_fn: dict[Any, list[tuple[float, float]]] = {}
         for i, fn, span in spans:
-            if CALIBRATION_SKIP <= i < n and self.wanted(fn) and span > 0:
+            if not CALIBRATION_SKIP <= i < n:
+                continue  # the profiler's warm-up, or past a miss
+            measured.append((fn, events[i]))
+            if span > 0 and self.wanted(fn):
                 per_fn.setdefault(fn, []).append((events[i], span))
         for fn, pairs in per_fn.items():
             if len(pairs) < CALIBRATION_MIN_HITS:

@@ -511,13 +511,10 @@ class CudagraphWatch:
             if watch._open and not before:
                 try:
                     if function_id in manager.warned_functions:
-                        name = getattr(
-                            getattr(manager, "ids_to_funcs", {}).get(function_id), "model", None
-                        )
                         watch._pending.append(
                             CudagraphPending(
                                 compile_id=_function_compile_id(manager, function_id),
-                                function=str(getattr(name, "__name__", "") or ""),
+                                function=_function_name(manager, function_id),
                             )
                         )
                 except Exception:  # pragma: no cover - never break a run
@@ -569,7 +566,6 @@ class CudagraphWatch:
         if earlier:
             why = getattr(self._local, "failed", "") or ""
         self._local.failed = ""
-        name = getattr(getattr(manager, "ids_to_funcs", {}).get(function_id), "model", None)
         modes = getattr(manager, "id_to_mode", {})
         mode = modes.get(function_id)
         ids = getattr(manager, "id_to_compile_id", {})
@@ -582,7 +578,7 @@ class CudagraphWatch:
         self._recordings.append(
             CudagraphRecording(
                 compile_id=_function_compile_id(manager, function_id),
-                function=str(getattr(name, "__name__", "") or ""),
+                function=_function_name(manager, function_id),
                 rerecord=earlier,
                 why=why,
                 sizes=tuple(
@@ -592,6 +588,12 @@ class CudagraphWatch:
                 others=others,
             )
         )
+
+
+def _function_name(manager: Any, function_id: Any) -> str:
+    """torch's name for a function of the tree manager ("" if it has none)."""
+    model = getattr(getattr(manager, "ids_to_funcs", {}).get(function_id), "model", None)
+    return str(getattr(model, "__name__", "") or "")
 
 
 def _function_compile_id(manager: Any, function_id: Any) -> str:

@@ -856,12 +856,11 @@ class Recorder:
         if act is None or act.calibrating:
             return  # a profiled call is not a timed one: the profiler slows it
         key = act.target
-        if act.t_lookup is None:  # ran without a lookup (force_eager, ...)
-            self._events.append(("eager_parts", (key, act.before), end - act.t0 - own - inner, end))
-            return
-        if len(self._records) != act.records:
+        if act.t_lookup is not None and len(self._records) != act.records:
             return  # it compiled: the compile is the report's, not a part of a call
-        if not act.hit:  # a miss that compiled nothing: it ran eagerly
+        if act.t_lookup is None or not act.hit:
+            # ran without a lookup (force_eager, ...), or a miss that compiled
+            # nothing: it ran eagerly
             self._events.append(("eager_parts", (key, act.before), end - act.t0 - own - inner, end))
             return
         compiled = max(back - act.t_out - inner, 0.0)
