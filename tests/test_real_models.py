@@ -244,7 +244,7 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
         rep = last(sh)
         lk = rep.lookups
         # every lookup counted; timed but the few torch's profiler ran over
-        # in the first round (to bound the lookup: see test_call_anatomy)
+        # in the first three rounds (to bound the lookup: see test_call_anatomy)
         assert rep.cache_hits == n == lk.timed + lk.sampled and lk.sampled == lk.calibrated
         assert lookup_bound(lk) is None
         with torch.no_grad(), lookup_events() as events:
