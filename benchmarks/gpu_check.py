@@ -12,13 +12,16 @@ Without a CUDA device it prints ``no CUDA device: nothing to check``, writes
 
 What it does, each step bounded by what is left of ``--budget`` (450 s); steps
 1-4 run in this process in an Inductor cache directory of their own (so the
-first compile is cold), in the order 4, 1, 2, 3:
+first compile is cold), in the order 4, 1, 2, 3, then the parts of a call:
 
-1. **Synchronized timings** (GPT-2 from a small config, ``tests/models.py``,
-   on the GPU): ``--compare``'s eager and compiled medians and speedup as
-   stance_magic measures them now (synchronized), and as it measured them
-   before (``probe.sync_if_cuda`` switched off: kernel launches only), beside
-   CUDA events around one eager and one compiled run.
+1. **Synchronized timings** (GPT-2 from a config, ``tests/models.py``, on
+   the GPU, 256 wide over 16×64 tokens and 1024 wide over 64×64):
+   ``--compare``'s eager and compiled medians and speedup as stance_magic
+   measures them (synchronized), and with ``probe.sync_if_cuda`` switched
+   off (kernel launches only), beside CUDA events around one eager and one
+   compiled run. Then torch alone: what reading an output kept from an
+   earlier ``reduce-overhead`` call does (a warm-up run's after the
+   recording; a replay's after the next).
 2. **CUDA graphs** (``mode="reduce-overhead"``): a fixed-shape block (recorded,
    replayed), a changing batch size (recordings for new sizes and the hint), a
    function that mutates its input and one given CPU tensors (skips, with
@@ -28,9 +31,16 @@ first compile is cold), in the order 4, 1, 2, 3:
    independently around the same work (a 256 MB temporary, a GPT-2 forward).
 4. **Compile phases**: the named parts of a cold GPT-2 compile (Triton kernel
    compilation) and of a ``max-autotune-no-cudagraphs`` matmul (autotuning).
-5. **The CUDA tests**: ``pytest -m cuda tests`` (needs IPython; output kept),
-   among them a training loop that never calls backward (graphs held in
-   warm-up) and an output read after the next replay overwrote it.
+   Then **a compiled call's parts** (GPT-2 over 16×64 and 1×8 tokens, one
+   ``x + 1``, three 4096×4096 matrix products; 3 rounds): the report's host
+   parts and its compiled code on the GPU against the outside clock with and
+   without waiting for the GPU, CUDA events around each call, torch's
+   profiler's lookup, compiled region and kernels.
+5. **The CUDA tests**: ``pytest -m cuda`` over the test files that hold them
+   (needs IPython; an Inductor cache of their own; output kept), among them
+   a training loop that never calls backward (graphs held in warm-up), a
+   warm-up output read after the recording overwrote it, and a skip of a
+   graph loaded from another process's compile cache.
 6. **Warm start**, in fresh processes (GPT-2 on the GPU, first compiled call,
    synchronized): (a) cold, empty cache directory, then ``save_cache``;
    (b) the same directory; (c) an empty directory and ``load_cache`` of (a)'s
@@ -38,7 +48,7 @@ first compile is cold), in the order 4, 1, 2, 3:
 
 Everything goes to ``--out``: ``gpu_check.json`` (every figure),
 ``gpu_check.txt`` (the summary printed at the end), ``cuda-tests.txt``
-(pytest's output), ``reports/*.txt`` (each measured block's report).
+(pytest's output), ``reports.txt`` (each measured block's report).
 
 **To carry to a machine without network** (the GPU machine has torch, Triton,
 matplotlib, transformers and pytest; check with ``pip list``): wheels of
@@ -126,20 +136,25 @@ def _events_s(fn: Callable[[], Any]) -> float:
     return start.elapsed_time(end) / 1e3
 
 
-def _gpt2(device: str = "cuda") -> tuple[Any, Any]:
+def _gpt2(device: str = "cuda", big: bool = False) -> tuple[Any, Any]:
+    """GPT-2 from a config: 4 layers 256 wide over 16×64 tokens (the GPU
+    waits for the host's launches), or ``big``: 1024 wide over 64×64 tokens
+    (the GPU's work sets the pace)."""
     import models
     import torch
 
-    model = models.gpt2(layers=4, dim=256).to(device).eval()
-    ids = torch.randint(0, 256, (16, 64), generator=torch.Generator().manual_seed(0)).to(device)
+    model = models.gpt2(layers=4, dim=1024 if big else 256).to(device).eval()
+    shape = (64, 64) if big else (16, 64)
+    ids = torch.randint(0, 256, shape, generator=torch.Generator().manual_seed(0)).to(device)
     return model, ids
 
 
 def _keep(out: Path, name: str, rep: Any) -> str:
-    d = out / "reports"
-    d.mkdir(parents=True, exist_ok=True)
+    """Append the report's text to ``reports.txt`` under a heading (one file:
+    a device run brings back only a few)."""
     text = str(rep)
-    (d / f"{name}.txt").write_text(text + "\n")
+    with (out / "reports.txt").open("a") as f:
+        f.write(f"==== {name}\n{text}\n\n")
     return text
 
 
@@ -148,7 +163,7 @@ def _keep(out: Path, name: str, rep: Any) -> str:
 # --------------------------------------------------------------------------
 
 
-def check_sync(out: Path, repeat: int) -> dict[str, Any]:
+def check_sync(out: Path, repeat: int, big: bool = False) -> dict[str, Any]:
     import torch
 
     import stance_magic
@@ -156,7 +171,7 @@ def check_sync(out: Path, repeat: int) -> dict[str, Any]:
     from stance_magic.compare import compare
     from stance_magic.spec import MeasureSpec
 
-    model, ids = _gpt2()
+    model, ids = _gpt2(big=big)
     cmodel = torch.compile(model)
 
     def run() -> Any:
@@ -176,13 +191,19 @@ def check_sync(out: Path, repeat: int) -> dict[str, Any]:
         unsynced = compare(engine, run, MeasureSpec(), repeat=repeat, announce=False)
     finally:
         probe.sync_if_cuda, probe.cuda_in_use = real
-    _keep(out, "compare_synchronized", synced.report)
-    _keep(out, "compare_unsynchronized", unsynced.report)
+    size = "big" if big else "small"
+    _keep(out, f"compare_synchronized {size}", synced.report)
+    _keep(out, f"compare_unsynchronized {size}", unsynced.report)
     a, b = synced.report.compare, unsynced.report.compare
     eager_gpu = statistics.median(_events_s(eager) for _ in range(5))
     compiled_gpu = statistics.median(_events_s(run) for _ in range(5))
     return {
-        "model": "GPT-2 (4 layers, 256 wide), 16×64 tokens, no_grad, Inductor",
+        "model": (
+            "GPT-2 (4 layers, 1024 wide), 64×64 tokens"
+            if big
+            else "GPT-2 (4 layers, 256 wide), 16×64 tokens"
+        )
+        + ", no_grad, Inductor",
         "synchronized": {
             "eager_s": a.eager_s,
             "compiled_s": a.compiled_s,
@@ -313,6 +334,50 @@ def check_cudagraphs(out: Path) -> dict[str, Any]:
     return res
 
 
+def check_overwritten() -> dict[str, Any]:
+    """torch alone (no stance_magic): what reading an output kept from an
+    earlier call of a ``reduce-overhead`` function does, (a) the first call
+    (a warm-up run) read after the second (the recording), as torch's docs
+    show it, (b) a replay's output read after the next replay."""
+    import torch
+
+    def outcome(read: Callable[[], Any]) -> str:
+        try:
+            read()
+        except RuntimeError as err:
+            return "raised: " + str(err).splitlines()[0][:120]
+        return "read without an error"
+
+    torch.compiler.reset()
+    res: dict[str, Any] = {}
+    mm = torch.compile(lambda x: x @ x, mode="reduce-overhead")
+    x = torch.randn(16, 16, device="cuda")
+    kept = [mm(x)]  # a warm-up run
+    kept.append(mm(x))  # the recording
+    res["warm-up output read after the recording"] = outcome(lambda: kept[0] + 1)
+    kept.clear()
+    x1, x2 = torch.randn(16, 16, device="cuda"), torch.randn(16, 16, device="cuda")
+    for _ in range(3):
+        mm(x1)
+    r1 = mm(x1)
+    want = (x1 @ x1).clone()
+    r2 = mm(x2)
+    res["replay output read after the next replay"] = outcome(lambda: r1 + 1)
+    try:
+        same = bool(torch.allclose(r1, want))
+        res["replay output after the next replay holds"] = (
+            "its own values"
+            if same
+            else "the next replay's values"
+            if bool(torch.allclose(r1, r2))
+            else "other values"
+        )
+    except RuntimeError as err:
+        res["replay output after the next replay holds"] = "raised: " + str(err)[:120]
+    torch.compiler.reset()
+    return res
+
+
 # --------------------------------------------------------------------------
 # 3. CUDA memory
 # --------------------------------------------------------------------------
@@ -403,6 +468,130 @@ def check_phases(out: Path, autotune: bool) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------
+# 4b. a compiled call's parts on the GPU
+# --------------------------------------------------------------------------
+
+
+def _per_call_synced(step: Callable[[], Any], n: int) -> float:
+    """The median call, each waited for (host and device)."""
+    return _median_runs(step, n, True)
+
+
+def _per_call_events(step: Callable[[], Any], n: int) -> float:
+    """The median call on the device: CUDA events recorded on the current
+    stream before and after each call, none waited for until the end."""
+    import torch
+
+    pairs = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        for _ in range(n)
+    ]
+    torch.cuda.synchronize()
+    for a, b in pairs:
+        a.record()
+        step()
+        b.record()
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) / 1e3 for a, b in pairs)
+
+
+def _kernels_per_call(step: Callable[[], Any], n: int) -> float:
+    """The GPU's busy time a call: the kernels torch's profiler (CUDA
+    activity) saw over ``n`` calls, summed, over ``n``."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            step()
+        torch.cuda.synchronize()
+    busy_us = sum(
+        e.time_range.elapsed_us()
+        for e in prof.events()
+        if getattr(e.device_type, "name", "") == "CUDA"
+    )
+    return busy_us / 1e6 / n
+
+
+def check_anatomy(out: Path, rounds: int = 3) -> dict[str, Any]:
+    """The report's parts of a compiled call (host clocks) against the
+    outside clock with and without waiting for the GPU, CUDA events around
+    each call (device time) and torch's profiler (lookup, compiled region)."""
+    import bench_anatomy as bench
+    import torch
+
+    import stance_magic
+
+    model, ids = _gpt2()
+    small = ids[:1, :8].contiguous()
+    cmodel = torch.compile(model)
+    tiny = torch.compile(lambda x: x + 1)
+    x = torch.ones(3, device="cuda")
+
+    def gpt2_big() -> Any:
+        with torch.no_grad():
+            return cmodel(ids, use_cache=False).logits
+
+    def gpt2_small() -> Any:
+        with torch.no_grad():
+            return cmodel(small, use_cache=False).logits
+
+    a = torch.randn(4096, 4096, device="cuda") / 64
+    chain = torch.compile(lambda a: ((a @ a).relu() @ a) @ a)
+
+    res: dict[str, Any] = {}
+    for name, step, n in (
+        ("GPT-2 16x64 (Inductor)", gpt2_big, 40),
+        ("GPT-2 1x8 (Inductor)", gpt2_small, 40),
+        ("x + 1 on 3 floats (Inductor)", lambda: tiny(x), 300),
+        ("3 matmuls 4096x4096 (Inductor)", lambda: chain(a), 20),
+    ):
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        rows: list[dict[str, Any]] = []
+        for i in range(rounds):
+            with stance_magic.measure("default") as rep:
+                for _ in range(n):
+                    step()
+            p = rep.call_parts
+            lookup, region = bench.profiled(step, n)
+            rows.append(
+                {
+                    "report_call_s": p.call_s if p else None,
+                    "report_wrapper_s": p.wrapper_s if p else None,
+                    "report_lookup_s": p.lookup_s if p else None,
+                    "report_compiled_s": p.compiled_s if p else None,
+                    "report_device_s": p.device_s if p else None,
+                    "report_device_calls": p.device_calls if p else None,
+                    "report_gpu_bound": p.gpu_bound if p else None,
+                    "profiler_kernels_per_call_s": _kernels_per_call(step, n),
+                    "lookup_bounded": p.lookup_bounded if p else None,
+                    "cell_wall_per_call_s": rep.wall_s / n,
+                    "synchronized": rep.synchronized,
+                    "host_per_call_s": bench.per_call(step, n),
+                    "synced_per_call_s": _per_call_synced(step, n),
+                    "device_per_call_s": _per_call_events(step, n),
+                    "profiler_lookup_s": lookup,
+                    "profiler_region_s": region,
+                }
+            )
+            if i == rounds - 1:
+                _keep(out, f"anatomy {name}", rep.report)
+        res[name] = {
+            "calls": n,
+            "rounds": rows,
+            "median": {
+                k: statistics.median(r[k] for r in rows)
+                for k in rows[0]
+                if all(isinstance(r[k], float) for r in rows)
+            },
+        }
+    return res
+
+
+# --------------------------------------------------------------------------
 # 5. the CUDA tests
 # --------------------------------------------------------------------------
 
@@ -411,16 +600,35 @@ def check_tests(out: Path, timeout: float) -> dict[str, Any]:
     missing = [m for m in ("IPython", "pytest") if not _available(m)]
     if missing:
         return {"skipped": f"missing {', '.join(missing)}: carry the wheels (see the docstring)"}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "cuda", "tests"]
+    # only the files that hold CUDA tests: the others import tools (nbval,
+    # playwright, the docs' Sphinx) a GPU machine may lack
+    files = sorted(
+        str(f.relative_to(REPO))
+        for f in (REPO / "tests").glob("test_*.py")
+        if "@cuda_test" in f.read_text()
+    )
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-m", "cuda"]
+    cmd += files
     t0 = time.perf_counter()
+    # an Inductor cache of the tests' own, as on CI: graphs of the steps
+    # above would be loaded with those steps' stacks (the test that needs
+    # another process's cache makes one)
+    cache = tempfile.mkdtemp(prefix="gpu-check-tests-inductor-")
     try:
         proc = subprocess.run(
-            cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=_env()
+            cmd,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**_env(), "TORCHINDUCTOR_CACHE_DIR": cache},
         )
     except subprocess.TimeoutExpired as err:
         text = (err.stdout or b"").decode() if isinstance(err.stdout, bytes) else err.stdout or ""
         (out / "cuda-tests.txt").write_text(text)
         return {"returncode": None, "summary": f"timed out after {timeout:.0f} s"}
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
     (out / "cuda-tests.txt").write_text(proc.stdout + proc.stderr)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     return {
@@ -434,7 +642,10 @@ def check_tests(out: Path, timeout: float) -> dict[str, Any]:
 def _env() -> dict[str, str]:
     return {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]),
+        # the repository first, then whatever was set (carried wheels)
+        "PYTHONPATH": os.pathsep.join(
+            [str(REPO), str(REPO / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
         "MPLBACKEND": "Agg",
     }
 
@@ -562,18 +773,32 @@ def summary(res: dict[str, Any]) -> str:
             d = d[p]
         return d
 
-    for step in ("sync", "cudagraphs", "memory", "phases", "tests", "warm"):
+    for step in (
+        "sync",
+        "sync_big",
+        "overwritten",
+        "cudagraphs",
+        "memory",
+        "phases",
+        "anatomy",
+        "tests",
+        "warm",
+    ):
         err = get(step, "error") or get(step, "skipped")
         if err:
             lines.append(f"{step}: {str(err).splitlines()[0]}")
-    s = get("sync", "synchronized", "speedup")
-    u = get("sync", "unsynchronized", "speedup")
-    e = get("sync", "cuda_events", "speedup")
-    if s is not None:
-        lines.append(
-            f"speedup on GPT-2: {s:.2f}× synchronized, {u or 0:.2f}× unsynchronized "
-            f"(CUDA events: {e or 0:.2f}×)"
-        )
+    for key in ("sync", "sync_big"):
+        s = get(key, "synchronized", "speedup")
+        u = get(key, "unsynchronized", "speedup")
+        e = get(key, "cuda_events", "speedup")
+        if s is not None:
+            lines.append(
+                f"speedup on {get(key, 'model')}: {s:.2f}× synchronized, {u or 0:.2f}× "
+                f"unsynchronized (CUDA events: {e or 0:.2f}×)"
+            )
+    ow = get("overwritten")
+    if isinstance(ow, dict) and "error" not in ow:
+        lines.append(f"outputs kept across calls (torch alone): {json.dumps(ow)}")
     for name in ("fixed_first_cell", "changing_batch", "mutated_input", "cpu_tensors"):
         cg = get("cudagraphs", name)
         if cg and "recorded" in cg:
@@ -590,6 +815,23 @@ def summary(res: dict[str, Any]) -> str:
                 f"CUDA peak, {name}: report {m['report_peak_bytes']} B vs "
                 f"max_memory_allocated {m['max_memory_allocated_peak_bytes']} B "
                 f"(ratio {m['ratio']:.3f}); reserved peak {m['report_peak_reserved_bytes']} B"
+            )
+    for name, a in (get("anatomy") or {}).items():
+        m = a.get("median") if isinstance(a, dict) else None
+        if m:
+            us = {k: v * 1e6 for k, v in m.items()}
+
+            def f(key: str, us: dict[str, float] = us) -> str:
+                return f"{us[key]:.1f}" if key in us else "-"
+
+            lines.append(
+                f"a call of {name}, µs: report call {f('report_call_s')} (wrapper "
+                f"{f('report_wrapper_s')}, lookup {f('report_lookup_s')}, compiled "
+                f"{f('report_compiled_s')}); outside clock {f('host_per_call_s')} "
+                f"unsynchronized, {f('synced_per_call_s')} synchronized; CUDA events "
+                f"{f('device_per_call_s')}; profiler lookup {f('profiler_lookup_s')}, "
+                f"region {f('profiler_region_s')}; on the GPU: report {f('report_device_s')}, "
+                f"profiler's kernels {f('profiler_kernels_per_call_s')}"
             )
     k = get("phases", "gpt2", "kernel_breakdown")
     if k is not None:
@@ -648,8 +890,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
     _step(results, "phases", lambda: check_phases(out, not (args.quick or args.no_autotune)))
     _step(results, "sync", lambda: check_sync(out, repeat))
+    _step(results, "sync_big", lambda: check_sync(out, repeat, big=True))
+    _step(results, "overwritten", check_overwritten)
     _step(results, "cudagraphs", lambda: check_cudagraphs(out))
     _step(results, "memory", lambda: check_memory(out))
+    _step(results, "anatomy", lambda: check_anatomy(out, 2 if args.quick else 3))
     if not args.quick:
         _step(results, "tests", lambda: check_tests(out, budget.cap(240, keep=120)))
         _step(results, "warm", lambda: check_warm(budget))
