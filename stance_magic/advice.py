@@ -101,7 +101,7 @@ def _cudagraph_hints(rep: Any) -> list[str]:
     if cg.overwritten_output:
         at = f" (made at {cg.overwritten_made_at})" if cg.overwritten_made_at else ""
         hints.append(
-            f"an output of a CUDA-graph replay{at} was read after the next replay overwrote "
+            f"an output of an earlier CUDA-graph run{at} was read after a later run overwrote "
             "it: clone what you keep across calls (`y = model(x).clone()`), or call "
             "torch.compiler.cudagraph_mark_step_begin() before each step"
         )
@@ -143,6 +143,8 @@ def _lookup_matters(parts: Any) -> bool:
     real share of a call (or where the calls' parts are not known)."""
     if not _measured_parts(parts) or not parts.call_s:
         return True
+    if parts.gpu_bound:
+        return False  # the GPU's work hides the host's lookup
     return (parts.lookup_s or 0.0) >= LOOKUP_SHARE * parts.call_s
 
 
@@ -153,6 +155,8 @@ def _overhead_hint(parts: Any, c: Any, error: Any) -> str | None:
         return None
     if c is not None and c.break_even_calls is not None:
         return None  # compiling pays off here, measured
+    if parts.gpu_bound:
+        return None  # the GPU's work hides torch.compile's own
     own = (parts.wrapper_s or 0.0) + (parts.lookup_s or 0.0)
     if own < OVERHEAD_SHARE * parts.call_s:
         return None

@@ -433,6 +433,28 @@ def called_from(stack: list[tuple[str, str, int]]) -> str:
     return text
 
 
+def _line_in_frame(filename: str, first: int | None, source: str) -> int | None:
+    """The one line of the function that starts at ``first`` in ``filename``
+    (decorators, its ``def`` and its indented body) whose code is ``source``;
+    None if none or several."""
+    lines = linecache.getlines(filename)
+    if not source or not first or first > len(lines):
+        return None
+    i = first - 1
+    base = len(lines[i]) - len(lines[i].lstrip())
+    while i < len(lines) and lines[i].strip().startswith("@"):
+        i += 1
+    found = []
+    for n in range(i, len(lines)):
+        text = lines[n]
+        indent = len(text) - len(text.lstrip())
+        if n > i and text.strip() and indent <= base:
+            break
+        if text.strip() == source:
+            found.append(n + 1)
+    return found[0] if len(found) == 1 else None
+
+
 def _source_line(filename: str, line: int | None) -> str:
     if not filename or not line:
         return ""
@@ -627,7 +649,8 @@ def _cudagraphs(
     cg = closed.cudagraphs
     skips = list(cg.skips) if cg is not None else []
     unexplained = cg.unexplained_skips if cg is not None else 0
-    where = {f.compile_id: f.where for f in frames if f.kind == "frame"}
+    by_id = {f.compile_id: f for f in frames if f.kind == "frame"}
+    where = {cid: f.where for cid, f in by_id.items()}
     # a skip torch wrote into a compile's record that no wrapper saw (the
     # cell imported Dynamo, so nothing was wrapped when it opened)
     seen = {s.compile_id for s in skips}
@@ -644,6 +667,14 @@ def _cudagraphs(
         head = _skip_head(reason)
         if not filename:
             filename, line, _fn, source = probe.cudagraph_user_line(reason)
+        frame = by_id.get(cid)
+        if frame is not None and filename and filename != frame.filename:
+            # a graph loaded from the FX graph cache keeps the stack of the
+            # process that compiled it first: the line that holds the same
+            # code in the frame compiled here is the user's
+            here = _line_in_frame(frame.filename, frame.line, source)
+            if here is not None:
+                filename, line = frame.filename, here
         key = (head, cid)
         old = groups.get(key)
         if old is not None:
@@ -942,6 +973,8 @@ def _call_parts(t: probe.Target, share: float | None, lookup: float | None) -> C
         eager_s=_eager_call(t.eager_parts),
         eager_calls=len(t.eager_parts),
         lookup_bounded=share is not None,
+        device_s=_median(t.device),
+        device_calls=len(t.device),
     )
 
 
@@ -980,6 +1013,8 @@ def _cell_parts(targets: Sequence[LookupTarget]) -> CallParts | None:
         eager_s=mean(eager, lambda p: p.eager_s),
         eager_calls=sum(p.eager_calls for p, _ in eager),
         lookup_bounded=bool(compiled) and all(p.lookup_bounded for p, _ in compiled),
+        device_s=mean(compiled, lambda p: p.device_s),
+        device_calls=sum(p.device_calls for p, _ in compiled),
     )
 
 

@@ -173,7 +173,7 @@ def cudagraph_lines(cg: Any) -> list[str]:
     ]
     if cg.overwritten_output:
         lines.append(
-            "the cell read an output of an earlier replay after a later replay overwrote it"
+            "the cell read an output of an earlier CUDA-graph run after a later run overwrote it"
             + (f" (the output made at {cg.overwritten_made_at})" if cg.overwritten_made_at else "")
         )
     return lines
@@ -940,10 +940,28 @@ def parts_text(p: Any) -> str:
     return text
 
 
+#: Who sets the pace of a compiled call on a GPU (CallParts.gpu_bound).
+PACE = {
+    True: "the GPU sets the pace",
+    False: "the GPU waits for the host's launches",
+    None: "neither side clearly sets the pace",
+}
+
+
+def device_text(p: Any) -> str:
+    """``compiled code on the GPU 8.05 ms: the GPU sets the pace`` ("" without a figure)."""
+    if p.device_s is None:
+        return ""
+    return f"compiled code on the GPU {fmt_s(p.device_s)}: {PACE[p.gpu_bound]}"
+
+
 def _parts_value(p: Any) -> str:
     parts = []
     if p.calls:
         parts.append(parts_text(p) + ", median of the timed calls")
+        if p.device_s is not None:
+            parts[-1] += " (host time)"
+            parts.append(device_text(p))
     if p.eager_calls:
         parts.append(f"{_plural(p.eager_calls, 'call')} ran eagerly: {fmt_s(p.eager_s)} each")
     return "; ".join(parts)
@@ -971,6 +989,22 @@ def _parts_details(rep: Any) -> list[str]:
             if split:
                 line += f" (the wrapper: {split}; stance_magic's own hooks run in it too)"
             out.append(line)
+        if p.device_s is not None:
+            how = {
+                True: "its host parts run while earlier kernels do: faster kernels or less "
+                "GPU work shorten it, less torch.compile overhead does not",
+                False: "the host's parts are the call's time: fewer launches (CUDA graphs, "
+                "mode='reduce-overhead') or a larger compiled piece shorten it",
+                None: "the GPU's span holds its last kernel's launch latency too (tens of "
+                "µs), so a call with little host work reads longer there without the GPU "
+                "setting the pace",
+            }[p.gpu_bound]
+            out.append(
+                f"{where}: compiled code {fmt_s(p.compiled_s)} on the host, "
+                f"{fmt_s(p.device_s)} on the GPU ({_plural(p.device_calls, 'timed call')}; "
+                "CUDA events on the current stream from the end of the lookup to the end of "
+                f"the code's last kernel): {PACE[p.gpu_bound]}: {how}"
+            )
         if p.eager_calls:
             out.append(
                 f"{where}: {_plural(p.eager_calls, 'call')} ran eagerly, {fmt_s(p.eager_s)} each"
@@ -978,9 +1012,11 @@ def _parts_details(rep: Any) -> list[str]:
     cp = rep.call_parts
     if cp is not None and cp.calls and cp.call_s:
         share = (cp.lookup_s or 0.0) / cp.call_s
+        of = "of a call" if cp.device_s is None else "of a call's host time"
+        hidden = ", which the GPU's work hides here" if cp.gpu_bound else ""
         out.append(
-            f"-u (skip_guard_eval_unsafe) can save part of the lookup ({share:.0%} of a call), "
-            "none of the wrapper or the compiled code"
+            f"-u (skip_guard_eval_unsafe) can save part of the lookup ({share:.0%} {of}"
+            f"{hidden}), none of the wrapper or the compiled code"
         )
     return out
 

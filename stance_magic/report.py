@@ -266,6 +266,17 @@ class GraphBreak:
         return " ".join(p for p in (self.where, f"`{self.source}`" if self.source else "") if p)
 
 
+#: Compiled code's time on the GPU at least this many times its time on the
+#: host: the GPU sets the pace (the next call's host work overlaps its
+#: kernels); at most :data:`HOST_BOUND` times: the GPU waits for the host's
+#: launches. Between the two the side is not clear: the stream's span holds
+#: the launch latency of the code's last kernel too (on an H200 with torch
+#: 2.11: about 20 µs, so a one-kernel call read 1.55x its host time; GPT-2
+#: of 4 layers 1.04x; three 4096x4096 matrix products 40-80x).
+GPU_BOUND = 2.0
+HOST_BOUND = 1.25
+
+
 @dataclass(frozen=True)
 class CallParts:
     """Where one compiled call's time goes, part by part (seconds, medians
@@ -295,12 +306,35 @@ class CallParts:
     #: the lookup is bounded with torch's profiler (else: from torch.compile's
     #: dispatch to the end of the lookup, the wrapper's way in included)
     lookup_bounded: bool = False
+    #: where CUDA is in use: the compiled code on the GPU, median over
+    #: ``device_calls`` timed calls: the current stream from the end of the
+    #: lookup to the end of the code's last kernel (CUDA events). Beside
+    #: ``compiled_s`` (the same code on the host) it says which side sets
+    #: the pace (:attr:`gpu_bound`)
+    device_s: float | None = None
+    device_calls: int = 0
 
     @property
     def wrapper_s(self) -> float | None:
         """torch.compile's wrapper: before, into Dynamo and after."""
         parts = [p for p in (self.before_s, self.into_s, self.after_s) if p is not None]
         return sum(parts) if parts else None
+
+    @property
+    def gpu_bound(self) -> bool | None:
+        """True: the GPU sets the pace (the compiled code's time on the GPU
+        is at least :data:`GPU_BOUND` times its time on the host, so the
+        host's parts run while earlier kernels do); False: the GPU waits for
+        the host's launches (at most :data:`HOST_BOUND` times); None between
+        the two, or without a figure on the GPU."""
+        if self.device_s is None or not self.compiled_s:
+            return None
+        ratio = self.device_s / self.compiled_s
+        if ratio >= GPU_BOUND:
+            return True
+        if ratio <= HOST_BOUND:
+            return False
+        return None
 
     @property
     def call_s(self) -> float | None:
@@ -1005,6 +1039,8 @@ def _cuda_row(rep: CellReport) -> dict[str, Any]:
         "cuda_reserved_bytes": cuda.reserved_bytes if cuda is not None else None,
         "cudagraphs_pending_backward": len(cg.pending_backward),
         "cudagraph_output_overwritten": cg.overwritten_output,
+        # a compiled call's code on the GPU (CallParts.device_s)
+        "call_device_s": rep.call_parts.device_s if rep.call_parts is not None else None,
     }
 
 

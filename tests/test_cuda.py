@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 import torch
@@ -126,6 +128,92 @@ def test_with_cuda_in_use_the_window_and_every_compare_run_synchronize(sh, syncs
     cmp = last(sh)
     assert cmp.compare.synchronized and cmp.synchronized
     assert "every run timed from and to a synchronized CUDA device" in "\n".join(text_outputs(cap))
+
+
+class FakeEvent:
+    """``torch.cuda.Event`` replaced: ``record()`` reads ``perf_counter()``
+    (a GPU that keeps up with the host), every instance kept in ``made``."""
+
+    made: ClassVar[list[FakeEvent]] = []
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        assert enable_timing
+        self.t: float | None = None
+        FakeEvent.made.append(self)
+
+    def record(self, stream=None) -> None:
+        self.t = time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        assert self.t is not None and end.t is not None
+        return (end.t - self.t) * 1e3
+
+
+def test_with_cuda_each_timed_call_is_marked_on_the_stream(sh, syncs, monkeypatch):
+    """With CUDA in use, each timed compiled call (the first ones and the
+    spot checks, not the counted-only ones, not the profiled ones) gets a
+    CUDA event where its compiled code starts and one where it returns; the
+    report's compiled code on the GPU is the median of their intervals,
+    computed here from the events themselves. Without CUDA: no events, no
+    figure, no words."""
+    sh.run_cell("f = torch.compile(lambda x: x + 1, backend='eager')\nx = torch.ones(3)\nf(x)")
+    run(sh, "%%stance default -q\nfor _ in range(300):\n    y = f(x)")
+    plain = last(sh)
+    assert plain.call_parts.device_s is None and plain.call_parts.device_calls == 0
+    assert "on the GPU" not in str(plain) and plain.summary_row()["call_device_s"] is None
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    FakeEvent.made = []
+    for _ in range(3):  # past the lookup's calibrations (torch's profiler: no marks)
+        res, cap = run(sh, "%%stance default\nfor _ in range(300):\n    y = f(x)")
+        assert res.success, res.error_in_exec
+    rep = last(sh)
+    (t,) = rep.lookups.targets
+    p = t.parts
+    # the first 64 calls and 1 in 16 after them are timed: every one marked
+    assert p.device_calls == p.calls == 64 + (300 - 64) // 16
+    events = FakeEvent.made[-2 * p.device_calls :]
+    spans = [b.t - a.t for a, b in zip(events[::2], events[1::2])]
+    assert all(s > 0 for s in spans)
+    assert p.device_s == pytest.approx(statistics.median(spans))
+    # the marks lie where the compiled code starts (after the lookup's hook)
+    # and where it returns, outside the host parts
+    assert p.compiled_s < p.device_s < p.call_s + p.compiled_s
+    assert rep.call_parts.device_s == pytest.approx(p.device_s)
+    assert rep.summary_row()["call_device_s"] == pytest.approx(p.device_s)
+    text = "\n".join(text_outputs(cap))
+    assert "(host time); compiled code on the GPU" in text
+    assert "CUDA events on the current stream" in text
+
+
+def test_gpu_bound_calls_hide_the_hosts_parts():
+    """Compiled code whose time on the GPU is 1.25x its time on the host or
+    more is GPU-bound: the report says so, and gives neither the -u hint nor
+    the overhead hint (the host's lookup and wrapper run while earlier
+    kernels do); code whose GPU waits for the host's launches keeps them."""
+    from stance_magic import render
+    from stance_magic.report import GPU_BOUND, HOST_BOUND, CallParts
+
+    host = dict(calls=20, before_s=4e-6, into_s=1e-6, lookup_s=30e-6, compiled_s=20e-6)
+    host["after_s"] = 1e-6
+    code = host["compiled_s"]
+    host.update(lookup_bounded=True, device_calls=20)
+    waits = CallParts(**host, device_s=1.1 * code)
+    bound = CallParts(**host, device_s=1.01 * GPU_BOUND * code)
+    # between the two: the last kernel's launch latency can be all of it
+    unclear = CallParts(**host, device_s=1.55 * code)
+    assert waits.gpu_bound is False and bound.gpu_bound is True
+    assert unclear.gpu_bound is None and CallParts(**host).gpu_bound is None
+    assert HOST_BOUND * code < unclear.device_s < GPU_BOUND * code
+    assert "neither side clearly sets the pace" in render.device_text(unclear)
+    assert advice._lookup_matters(unclear)
+    assert advice._lookup_matters(waits) and not advice._lookup_matters(bound)
+    assert advice._overhead_hint(waits, None, None) is not None
+    assert advice._overhead_hint(bound, None, None) is None
 
 
 def test_a_failing_synchronize_is_left_to_the_user(monkeypatch):
@@ -302,7 +390,7 @@ def test_reduce_overhead_on_cpu_tensors_is_skipped_with_torchs_reason(sh, tmp_pa
         assert any("ran without CUDA graphs" in h for h in rep.advice())
         row = rep.summary_row()
         assert row["cudagraphs_skipped"] == 1 and row["cudagraph_skip_reasons"] == skip.reason
-        assert list(row)[-1] == "cudagraph_output_overwritten"
+        assert list(row)[-1] == "call_device_s"  # the CSV grows at its end
         fx = rep.compile_caches
         assert (fx.fx_misses, fx.fx_hits) == ((1, 0) if attempt == "generated" else (0, 1))
         if attempt == "generated":
@@ -467,6 +555,71 @@ def test_skips_are_grouped_with_the_users_line_and_unseen_ones_counted():
     assert rep.summary_row()["cudagraph_skip_reasons"] == first.reason
 
 
+STALE_SKIP = (
+    "skipping cudagraphs due to mutated inputs (1 instances). Found from : \n"
+    '   File "/tmp/ipykernel_1/3161.py", line 2, in bump\n    x.add_(1)\n'
+)
+
+
+def test_a_run_time_skip_from_a_cached_graph_names_the_line_compiled_here(sh):
+    """torch checks a graph for mutated inputs when it first runs it, inside
+    its CUDA-graph tree manager's run (which holds the function's compile id),
+    and names the line from the graph's stack: for a graph loaded from the FX
+    graph cache, the stack of the process that compiled it first (another
+    kernel's file, as a GPU run of gpu_check.py showed: its pytest named the
+    benchmark's own function). The report ties the skip to the frame compiled
+    in the cell and names the line there that holds the same code. Torch's
+    own logger is called as it calls it, with a tree manager in its
+    thread-local trees standing for the one a GPU would run."""
+    from torch._inductor import cudagraph_trees as trees
+
+    defined, _ = run(
+        sh,
+        "def bump(x):\n    x.add_(1)\n    return x * 2\n"
+        "seen = []\n"
+        "def backend(gm, example_inputs):\n"
+        "    seen.append(str(torch._guards.CompileContext.current_compile_id()))\n"
+        "    return gm.forward\n"
+        "cbump = torch.compile(bump, backend=backend)",
+    )
+    n = defined.execution_count
+    containers = trees.get_obj(trees.local, "tree_manager_containers")
+    sh.user_ns.update(containers=containers, SimpleNamespace=SimpleNamespace, msg=STALE_SKIP)
+    try:
+        res, _ = run(
+            sh,
+            "%%stance default -q\n"
+            "y = cbump(torch.ones(3))\n"
+            "containers[99] = SimpleNamespace(tree_manager=SimpleNamespace(compile_id=seen[0]))\n"
+            "from torch._inductor import cudagraph_trees\n"
+            "cudagraph_trees.log_cudagraph_skip_and_bump_counter(msg)",
+        )
+    finally:
+        containers.pop(99, None)
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    (skip,) = rep.cudagraphs.skips
+    assert skip.compile_id == sh.user_ns["seen"][0] == rep.frames[0].compile_id
+    assert skip.frame == rep.frames[0].where and skip.frame.startswith(f"bump (In [{n}]")
+    assert skip.where == f"In [{n}], line 2" and skip.source == "x.add_(1)"
+
+
+def test_a_skip_inside_a_helper_of_another_file_keeps_torchs_line(tmp_path):
+    """The line torch names is kept when the frame compiled here does not hold
+    that code (a helper inlined from another file, or code that changed)."""
+    from stance_magic.build import _line_in_frame
+
+    f = tmp_path / "model.py"
+    f.write_text(
+        "import torch\n\n@torch.compile\ndef step(x):\n    y = helper(x)\n"
+        "    x.add_(1)\n    return y\n\ndef after(x):\n    x.add_(1)\n"
+    )
+    assert _line_in_frame(str(f), 3, "x.add_(1)") == 6
+    assert _line_in_frame(str(f), 3, "helper_mutates(x)") is None
+    assert _line_in_frame(str(f), 9, "x.add_(1)") == 10
+    assert _line_in_frame(str(f), 99, "x.add_(1)") is None
+
+
 def test_skip_reason_parsing_keeps_torchs_text_once():
     doubled = "skipping cudagraphs due to skipping cudagraphs due to cpu device (arg0_1)"
     assert (
@@ -573,8 +726,8 @@ def _dealloc_msg():
 
 
 def test_reading_an_overwritten_output_is_named_with_torchs_own_error(sh):
-    """torch's error for an output of an earlier replay read after a later
-    replay overwrote it (its text made by torch's own formatter, with the
+    """torch's error for an output of an earlier CUDA-graph run read after a
+    later run overwrote it (its text made by torch's own formatter, with the
     stack trace torch keeps for the output): the report names it and the
     user's line that made the output, and hints how to keep it."""
     sh.user_ns["dealloc_msg"] = _dealloc_msg()
@@ -592,8 +745,8 @@ def test_reading_an_overwritten_output_is_named_with_torchs_own_error(sh):
     assert cg.overwritten_output and cg.overwritten_made_at == f"In [{n}], line 2 `y = x @ x`"
     text = "\n".join(text_outputs(cap))
     assert "CUDA graphs          an overwritten output read" in text
-    assert f"after a later replay overwrote it (the output made at In [{n}], line 2" in text
-    assert any("was read after the next replay overwrote it: clone" in h for h in rep.advice())
+    assert f"after a later run overwrote it (the output made at In [{n}], line 2" in text
+    assert any("was read after a later run overwrote it: clone" in h for h in rep.advice())
     assert rep.summary_row()["cudagraph_output_overwritten"] is True
     # torch without a stack trace for the output; any other error
     run(sh, "%%stance default -q\nraise RuntimeError(dealloc_msg(None))")
@@ -605,6 +758,72 @@ def test_reading_an_overwritten_output_is_named_with_torchs_own_error(sh):
 # --------------------------------------------------------------------------
 # CUDA graphs on a GPU
 # --------------------------------------------------------------------------
+
+
+def _outside_events(sh, call: str, n: int) -> float:
+    """The median of ``n`` calls on the GPU, CUDA events recorded around each
+    by the test (nothing of stance_magic's), read after one synchronize."""
+    sh.user_ns["_n"] = n
+    sh.run_cell(
+        "_pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))"
+        " for _ in range(_n)]\n"
+        "torch.cuda.synchronize()\n"
+        f"for _a, _b in _pairs:\n    _a.record()\n    {call}\n    _b.record()\n"
+        "torch.cuda.synchronize()\n"
+        "_gpu = sorted(_a.elapsed_time(_b) / 1e3 for _a, _b in _pairs)"
+    )
+    spans = sh.user_ns["_gpu"]
+    return statistics.median(spans)
+
+
+@cuda_test
+def test_a_launch_bound_call_on_the_gpu_waits_for_the_host(sh):  # pragma: no cover - GPU
+    """A tiny kernel: the GPU waits for the host's launches. The report's
+    compiled code on the GPU within 1.5x of torch's profiler's compiled
+    region (the host's launching of it, which the stream follows, plus the
+    kernel's launch latency: on an H200 1.55x the host's compiled part), so
+    not called GPU-bound."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_anatomy", ROOT / "benchmarks" / "bench_anatomy.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench_anatomy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_anatomy)
+
+    sh.run_cell("f = torch.compile(lambda x: x + 1)\nx = torch.ones(3, device='cuda')\nf(x); f(x)")
+    for _ in range(4):  # the lookup's calibrations, then one measured cell
+        res, cap = run(sh, "%%stance default\nfor _ in range(300):\n    y = f(x)")
+        assert res.success, res.error_in_exec
+    p = last(sh).call_parts
+    f, x = sh.user_ns["f"], sh.user_ns["x"]
+    _lookup, region = bench_anatomy.profiled(lambda: f(x), 300)
+    assert p.device_calls >= 64 and 1 / 1.5 <= p.device_s / region <= 1.5, (p, region)
+    assert p.gpu_bound is not True, p
+    assert "the GPU sets the pace" not in "\n".join(text_outputs(cap))
+
+
+@cuda_test
+def test_a_gpu_bound_call_is_named_and_gets_no_host_hints(sh):  # pragma: no cover - GPU
+    """Three 4096x4096 matrix products a call: the GPU sets the pace. The
+    report's compiled code on the GPU within 1.5x of the test's own CUDA
+    events around each call, at least 1.25x the host's compiled part; no -u
+    or overhead hint."""
+    sh.run_cell(
+        "g = torch.compile(lambda a: ((a @ a).relu() @ a) @ a)\n"
+        "a = torch.randn(4096, 4096, device='cuda') / 64\ng(a); g(a)"
+    )
+    for _ in range(4):
+        res, cap = run(sh, "%%stance default\nfor _ in range(20):\n    y = g(a)")
+        assert res.success, res.error_in_exec
+    rep = last(sh)
+    p = rep.call_parts
+    outside = _outside_events(sh, "g(a)", 20)
+    assert 1 / 1.5 <= p.device_s / outside <= 1.5, (p, outside)
+    assert p.gpu_bound is True, p
+    assert "the GPU sets the pace" in "\n".join(text_outputs(cap))
+    assert not any("skip_guard_eval_unsafe" in h or "own work" in h for h in rep.advice())
 
 
 @cuda_test
@@ -660,6 +879,49 @@ def test_a_mutated_input_skip_names_the_users_line(sh):  # pragma: no cover - ne
     assert skip.where.startswith("In [") and "x.add_(1)" in skip.source
 
 
+FIRST_PROCESS = """import torch
+
+def bump(x):
+    x.add_(1)
+    return x * 2
+
+cbump = torch.compile(bump, mode="reduce-overhead")
+for _ in range(3):
+    cbump(torch.ones(8, device="cuda"))
+"""
+
+
+@cuda_test
+def test_a_skip_of_a_graph_from_another_processs_cache_names_the_cell(
+    sh, tmp_path, monkeypatch
+):  # pragma: no cover - needs a GPU
+    """The same function compiled first by another process (a file of its
+    own) into the FX graph cache, then in a cell: torch loads the graph and
+    names the other process's line in its skip; the report names the cell's."""
+    cache = tmp_path / "inductor"
+    first = tmp_path / "first.py"
+    first.write_text(FIRST_PROCESS)
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache)}
+    subprocess.run([sys.executable, str(first)], env=env, check=True, timeout=300)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    torch.compiler.reset()
+    defined, _ = run(
+        sh,
+        "def bump(x):\n    x.add_(1)\n    return x * 2\n"
+        "cbump = torch.compile(bump, mode='reduce-overhead')",
+    )
+    res, _ = run(
+        sh, "%%stance default -q\nfor _ in range(3):\n    y = cbump(torch.ones(8, device='cuda'))"
+    )
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    assert rep.compile_caches.fx_hits >= 1  # the graph came from the other process
+    (skip,) = rep.cudagraphs.skips
+    assert "mutat" in skip.reason and skip.compile_id == rep.frames[0].compile_id
+    assert skip.where == f"In [{defined.execution_count}], line 2", skip
+    assert skip.source == "x.add_(1)"
+
+
 @cuda_test
 def test_cuda_tensors_on_one_device_are_not_skipped(sh):  # pragma: no cover - needs a GPU
     sh.run_cell(
@@ -689,17 +951,20 @@ def test_a_training_loop_without_backward_is_held_in_warm_up(sh):  # pragma: no 
 @cuda_test
 def test_an_overwritten_output_read_is_named(sh):  # pragma: no cover - needs a GPU
     """torch's documented example (the CUDA graphs page of torch.compile's
-    docs): the first output read after a second replay."""
+    docs): the first call's output (a warm-up run) read after the second call
+    (which records the graph into the same memory). torch raises only there:
+    a replay does not invalidate the outputs of earlier replays (on an H200
+    with torch 2.11 they read the next replay's values, without an error)."""
     res, _ = run(
         sh,
         "def mm(x):\n    y = x @ x\n    return y\n"
         "cmm = torch.compile(mm, mode='reduce-overhead')\n"
-        "x = torch.randn(16, 16, device='cuda')\n"
-        "for _ in range(3):\n    cmm(x)",
+        "x = torch.randn(16, 16, device='cuda')",
     )
     n = res.execution_count
     res, _ = run(sh, "%%stance default -q\ny1 = cmm(x)\ny2 = cmm(x)\nprint(y1 + 1)")
     assert not res.success
+    assert "overwritten by a subsequent" in str(res.error_in_exec)
     cg = last(sh).cudagraphs
     assert cg.overwritten_output and cg.overwritten_made_at.startswith(f"In [{n}], line 2"), cg
 

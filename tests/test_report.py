@@ -649,7 +649,8 @@ CSV_COLUMNS = (
     "synchronized kernel_compile_s autotune_s first_run_autotune_s cudagraph_record_s "
     "cudagraphs_recorded cudagraphs_for_new_sizes cudagraphs_rerecorded cudagraphs_replayed "
     "cudagraphs_skipped cudagraph_skip_reasons cuda_peak_bytes cuda_peak_reserved_bytes "
-    "cuda_reserved_bytes cudagraphs_pending_backward cudagraph_output_overwritten"
+    "cuda_reserved_bytes cudagraphs_pending_backward cudagraph_output_overwritten "
+    "call_device_s"
 ).split()
 
 

@@ -58,6 +58,7 @@ class CallClock:
     """
 
     __slots__ = (
+        "_at_back",
         "_clock",
         "_cw",
         "_done",
@@ -88,6 +89,8 @@ class CallClock:
         self._maybe_code: Any = None
         self._frame_id = -1
         self._done: Callable[[float, float, float, float], None] | None = None
+        #: called where the compiled code returned, before the clock resumes
+        self._at_back: Callable[[], None] | None = None
         self._t_back: float | None = None
         self._t_resume = 0.0
         #: calls of set_eval_frame that went through the wrapper on their way
@@ -135,6 +138,7 @@ class CallClock:
                 self._take_out(name)
             self._installed = False
         self._done = None
+        self._at_back = None
         self._frame_id = -1
 
     @property
@@ -196,13 +200,20 @@ class CallClock:
         return set_eval_frame
 
     # -- a timed call -------------------------------------------------------
-    def tail(self, frame_id: int, done: Callable[[float, float, float, float], None]) -> None:
+    def tail(
+        self,
+        frame_id: int,
+        done: Callable[[float, float, float, float], None],
+        at_back: Callable[[], None] | None = None,
+    ) -> None:
         """Note the return of the compiled code and the end of the call of the
         compile_wrapper frame ``frame_id``; ``done(back, end, own, inner)``
         gets them, with the wrapper's own seconds after ``back`` and on the
-        calls it passed on before it."""
+        calls it passed on before it; ``at_back()`` runs where the compiled
+        code returned (its time is the wrapper's own, left out)."""
         self._frame_id = frame_id
         self._done = done
+        self._at_back = at_back
         self._t_back = None
         self.next_enter = None
         self._passes = 0
@@ -215,6 +226,9 @@ class CallClock:
             if self._t_back is None:
                 self._t_back = t  # the compiled code returned: the call's end is next
                 self._inner = self._passes * (self._pass_s or 0.0)
+                if self._at_back is not None:
+                    self._at_back()
+                    self._at_back = None
                 self._install(MAYBE)
                 self._t_resume = self._clock()  # this wrapper's own work left out
                 return

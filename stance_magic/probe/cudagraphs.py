@@ -27,9 +27,11 @@ the skip and call torch's own), and so are ``CUDAGraphTreeManager``'s
 outputs of an earlier call still wait for their backward: it adds the
 function to ``warned_functions``, once per function and manager), once torch
 has imported the trees. The other thing torch says of CUDA graphs at run time
-is an error, not a warning: reading an output of an earlier replay that a
-later one overwrote raises torch's ``format_dealloc_msg`` text
-(:func:`overwritten_output` reads it from the cell's exception).
+is an error, not a warning: reading an output of a warm-up run that the
+recording after it overwrote raises torch's ``format_dealloc_msg`` text
+(:func:`overwritten_output` reads it from the cell's exception; an output
+of one replay read after the next raises nothing: it holds the next
+replay's values).
 Nothing is installed between windows. In a process that has run CUDA graphs
 (torch imported its trees) everything is wrapped when a window opens; in any
 other, at the window's first compile (Dynamo's compile-start and -end
@@ -192,7 +194,7 @@ def user_line(reason: str) -> tuple[str, int | None, str, str]:
 
 def overwritten_output(error: BaseException | None) -> tuple[str, int | None, str] | None:
     """Whether ``error`` is torch's error for reading an output of an earlier
-    CUDA-graph replay that a later replay overwrote: None if not, else the
+    CUDA-graph run that a later run overwrote: None if not, else the
     (file, line, source) where torch says the output was made ("", None, ""
     when its text has no frame: ``[Could not find stack trace]``)."""
     if error is None:
@@ -214,6 +216,24 @@ def _current_compile_id() -> str:
     except Exception:  # pragma: no cover - torch without compile ids
         return ""
     return str(cid) if cid is not None else ""
+
+
+def _running_compile_id() -> str:
+    """The compile of the function a CUDA-graph tree manager is running: torch
+    sets ``manager.compile_id`` at the start of each ``run``, and a skip it
+    logs at run time (an input the graph mutates) happens inside one ("" when
+    no manager, or managers of several devices disagree)."""
+    trees = sys.modules.get(TREES)
+    get_obj = getattr(trees, "get_obj", None)
+    if get_obj is None:
+        return ""
+    try:
+        containers = get_obj(trees.local, "tree_manager_containers")
+        managers = [getattr(c, "tree_manager", None) for c in list(containers.values())]
+    except Exception:  # pragma: no cover - a torch without the thread-local trees
+        return ""
+    ids = {str(m.compile_id) for m in managers if getattr(m, "compile_id", None) is not None}
+    return ids.pop() if len(ids) == 1 else ""
 
 
 def _skip_counter() -> int:
@@ -548,7 +568,7 @@ class CudagraphWatch:
         self._skips.append(
             CudagraphSkip(
                 reason=reason,
-                compile_id=_current_compile_id(),
+                compile_id=_current_compile_id() or _running_compile_id(),
                 filename=filename,
                 line=line,
                 function=function,

@@ -9,6 +9,16 @@ that never touched it, it costs a dictionary lookup and one call to
 ``torch.cuda.is_initialized()`` and synchronizes nothing
 (``benchmarks/bench_sync.py`` measures it).
 
+A compiled call's code on the GPU: :func:`stream_mark` records a CUDA event
+on the current stream (where Inductor launches its kernels) where a timed
+call's lookup ends and :func:`stream_end` one where its compiled code
+returns; :func:`stream_seconds` reads the time between them once the window
+has synchronized: from where the stream reached the compiled code's start
+to the end of its last kernel. Compiled code whose kernels outlast the
+host's launching of them (the GPU sets the pace) reads longer there than on
+the host's clock; code whose GPU waits for the launches reads about the
+host's time.
+
 ``torch`` is never imported here: a process that has not imported it has no
 CUDA work to wait for.
 """
@@ -16,8 +26,9 @@ CUDA work to wait for.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-__all__ = ["cuda_in_use", "sync_if_cuda"]
+__all__ = ["cuda_in_use", "stream_end", "stream_mark", "stream_seconds", "sync_if_cuda"]
 
 
 def cuda_in_use() -> bool:
@@ -62,3 +73,44 @@ def sync_if_cuda() -> bool:
         # without stance_magic; this span is then not synchronized
         return False
     return True
+
+
+def stream_mark() -> list[Any] | None:
+    """Two timing CUDA events, the first recorded now on the current stream
+    (the second is for :func:`stream_end`), when this process has initialized
+    CUDA; else None (one dictionary lookup and ``torch.cuda.is_initialized()``).
+    Both are made here, so the second one's making is not in the span."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    cuda = torch.cuda
+    try:
+        if not cuda.is_initialized():
+            return None
+        marks = [cuda.Event(enable_timing=True), cuda.Event(enable_timing=True), False]
+        marks[0].record()
+    except Exception:  # a torch without CUDA events, a CUDA error: no figure
+        return None
+    return marks
+
+
+def stream_end(marks: list[Any]) -> None:
+    """Record the second event of :func:`stream_mark`'s pair now."""
+    try:
+        marks[1].record()
+        marks[2] = True
+    except Exception:  # pragma: no cover - a CUDA error of the user's: no figure
+        pass
+
+
+def stream_seconds(marks: list[Any]) -> float | None:
+    """Seconds on the GPU between a pair's two events, once the second has
+    run (waits for it); None if it was never recorded or cannot say."""
+    if not marks[2]:
+        return None
+    start, end = marks[0], marks[1]
+    try:
+        end.synchronize()
+        return float(start.elapsed_time(end)) / 1e3
+    except Exception:  # pragma: no cover - a CUDA error of the user's: no figure
+        return None

@@ -20,6 +20,7 @@ from .breaks import (
     _graph_break_counters,
     parse_graph_break,
 )
+from .device import stream_end, stream_mark, stream_seconds
 from .frames import (
     _MISSING,
     _OWNER_WALK_LIMIT,
@@ -107,6 +108,10 @@ class Target:
     #: dispatch or None, dispatch to the end of the lookup, compiled code,
     #: wrapper after it) for a hit; calls that ran eagerly: their seconds
     parts: list[tuple[float | None, float, float, float]] = field(default_factory=list)
+    #: each timed call's compiled code on the GPU, where CUDA is in use: its
+    #: stream from the end of the lookup to the end of the code's last
+    #: kernel, seconds (see probe.device.stream_mark)
+    device: list[float] = field(default_factory=list)
     #: calls that ran eagerly: (the wrapper before the dispatch or None, the
     #: dispatch to the call's end)
     eager_parts: list[tuple[float | None, float]] = field(default_factory=list)
@@ -278,6 +283,7 @@ class _Activation:
         "frame_id",
         "hit",
         "key",
+        "mark",
         "records",
         "sampled",
         "stance",
@@ -310,6 +316,9 @@ class _Activation:
         self.records = 0
         #: torch's profiler runs over this call (see LookupCalibration)
         self.calibrating = False
+        #: CUDA events where its compiled code starts and returns
+        #: (probe.device.stream_mark), where CUDA is in use
+        self.mark: Any = None
 
 
 class Recorder:
@@ -847,13 +856,22 @@ class Recorder:
             self._tail_act = act
             clock.tail(act.frame_id, self._call_done)
 
+    def _mark_back(self) -> None:
+        """The compiled code of the timed call returned: mark the stream."""
+        act = self._tail_act
+        if act is not None and act.mark is not None:
+            stream_end(act.mark)
+
     def _call_done(self, back: float, end: float, own: float, inner: float) -> None:
         """A timed call ended (see probe.anatomy): its parts, as an event,
         less the clock's own work (``own`` after the compiled code returned,
         ``inner`` on torch's calls it passed on while the code ran)."""
         act, self._tail_act = self._tail_act, None
         self._enter_calls = self._calls  # the next call's start: this one's successor's
-        if act is None or act.calibrating:
+        if act is None:
+            return
+        mark, act.mark = act.mark, None
+        if act.calibrating:
             return  # a profiled call is not a timed one: the profiler slows it
         key = act.target
         if act.t_lookup is not None and len(self._records) != act.records:
@@ -866,6 +884,8 @@ class Recorder:
         compiled = max(back - act.t_out - inner, 0.0)
         parts = (act.before, act.t_lookup - act.t0, compiled, end - back - own)
         self._events.append(("parts", (key, parts), 0.0, end))
+        if mark is not None:
+            self._events.append(("device", (key, mark), 0.0, end))
 
     def _profiled(self, measured: list[tuple[Any, float]]) -> None:
         """The lookups torch's profiler measured in a calibration (past its
@@ -987,7 +1007,10 @@ class Recorder:
         if clock is not None:
             act.t_lookup, act.hit, act.records = t, hit, len(self._records)
             self._tail_act = act
-            clock.tail(act.frame_id, self._call_done)
+            # where CUDA is in use, the GPU's stream is marked where the
+            # compiled code starts and where it returns (outside its part)
+            act.mark = marks = stream_mark() if hit else None
+            clock.tail(act.frame_id, self._call_done, self._mark_back if marks else None)
             # the compiled code runs from here (this hook's work left out)
             act.t_out = self._clock()
         sampling.timed += 1
@@ -1396,6 +1419,12 @@ class Recorder:
             if kind == "parts":
                 obj, parts = key
                 _target(targets, obj).parts.append(parts)
+                continue
+            if kind == "device":
+                obj, marks = key
+                seconds = stream_seconds(marks)
+                if seconds is not None:
+                    _target(targets, obj).device.append(seconds)
                 continue
             if kind == "eager_parts":
                 obj, before = key
