@@ -372,6 +372,7 @@ class Recorder:
         "_codes",
         "_context_hook",
         "_counted",
+        "_cuda",
         "_cw_code",
         "_ef",
         "_enter_calls",
@@ -436,6 +437,9 @@ class Recorder:
         self._patches = Patches()
         #: the parts of a timed call (probe.anatomy), made with the compile_wrapper code
         self._callclock: CallClock | None = None
+        #: torch.cuda, once torch is imported: a timed call asks it whether
+        #: CUDA is in use (see _timed)
+        self._cuda: Any = None
         self._tail_act: _Activation | None = None
         #: torch's profiler over a few calls per function, in its first cells
         self._bounds = LookupBounds(self._clock)
@@ -561,6 +565,7 @@ class Recorder:
         self._register_context_hook()
         if self._callclock is None:
             self._callclock = CallClock(self._clock, self._cw_code)
+        self._cuda = sys.modules.get("torch.cuda")
 
     def _wrapper(self, orig: Any, make: Callable[[Any], Any]) -> Any:
         """``make(orig)``, made once per torch function and kept: a cell
@@ -1009,7 +1014,9 @@ class Recorder:
             self._tail_act = act
             # where CUDA is in use, the GPU's stream is marked where the
             # compiled code starts and where it returns (outside its part)
-            act.mark = marks = stream_mark() if hit else None
+            cuda = self._cuda
+            in_use = hit and cuda is not None and cuda.is_initialized()
+            act.mark = marks = stream_mark() if in_use else None
             clock.tail(act.frame_id, self._call_done, self._mark_back if marks else None)
             # the compiled code runs from here (this hook's work left out)
             act.t_out = self._clock()
