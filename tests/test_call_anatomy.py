@@ -231,6 +231,22 @@ def test_of_three_calibrations_the_median_share_stands(monkeypatch):
     assert not bounds.wanted("f")  # three calibrations: done
 
 
+def test_two_calibrations_with_slow_events_are_outvoted_by_their_events(monkeypatch):
+    """Two of three calibrations thrown high (all of their events slow: the
+    share too high; the median share would be theirs, and the lookup read
+    1.6x the profiler's, as a CI run of torch 2.8 did): calibrations whose
+    events are more than SLOW_EVENTS times the fastest are left out, and the
+    quiet one stands."""
+    bounds = anatomy.LookupBounds(lambda: 0.0)
+    n = anatomy.CALIBRATION_SKIP + 8
+    spans = [4e-6] * n
+    for events in ([2.3e-6] * n, [1.3e-6] * n, [2.2e-6] * n):
+        _calibrate(bounds, monkeypatch, "f", events, spans)
+        bounds.bound("f", [4e-6] * 10)
+    assert bounds.bound("f", [4e-6] * 10) == pytest.approx((1.3e-6, 0.325))
+    assert 2.2e-6 > anatomy.SLOW_EVENTS * 1.3e-6
+
+
 def test_a_cell_without_steady_calls_takes_each_profiled_calls_own_share(monkeypatch):
     """A short cell (GPT-2's 20 calls: no spot checks) has only its first
     calls timed besides the profiled ones, and those are slower: the share

@@ -271,8 +271,12 @@ CALIBRATION_MIN_HITS = 4
 #: the cell's unprofiled calls but not its profiled ones halves its share
 #: (GPT-2 under another test process: 0.5 of the profiler's lookup, the
 #: cells after it too). Of two, the one with the faster event stands; from
-#: three, the one with the median share: one thrown calibration is outvoted.
+#: three, those whose events are more than :data:`SLOW_EVENTS` times the
+#: fastest one's are left out, and of the rest the median share stands (of
+#: one or two: the higher share). Two slow ones of three (a CI run of torch
+#: 2.8 read the lookup 1.6x the profiler's) are outvoted too.
 CALIBRATIONS = 3
+SLOW_EVENTS = 1.3
 #: Calibrations a function may start (its calls miss, or another profiler
 #: runs, or it stops before enough hits): past them it keeps what it has,
 #: or is left unbounded for the session.
@@ -481,7 +485,8 @@ class LookupBounds:
         cell's other timed calls are its first ones, which are slower: the
         first four of GPT-2's here up to 7 times the rest). Of two
         calibrations, the one with the faster event stands; from three, the
-        one with the median share."""
+        median share of those whose events are not slow (see
+        :data:`CALIBRATIONS`)."""
         bound = self._bounds.get(fn)
         if bound is None:
             return None
@@ -495,9 +500,16 @@ class LookupBounds:
         done = bound.done
         if not done:
             return None
-        if len(done) >= 3:
-            return sorted(done, key=lambda c: c[1])[len(done) // 2]
-        return min(done)
+        if len(done) < 3:
+            return min(done)
+        # a calibration whose events are all slow measured a slow profiler,
+        # not the lookup (the function's guards are the same in every cell)
+        fastest = min(e for e, _ in done)
+        kept = [c for c in done if c[0] <= SLOW_EVENTS * fastest]
+        if len(kept) >= 3:
+            return sorted(kept, key=lambda c: c[1])[len(kept) // 2]
+        # of the rest, a low share is a cell whose steady calls ran loaded
+        return max(kept, key=lambda c: c[1])
 
     def clear(self) -> None:
         """Forget every bound (torch.compiler.reset: new code, new guards)."""
