@@ -78,15 +78,12 @@ def sync_if_cuda() -> bool:
 def stream_mark() -> list[Any] | None:
     """Two timing CUDA events, the first recorded now on the current stream
     (the second is for :func:`stream_end`), when this process has initialized
-    CUDA; else None (one dictionary lookup and ``torch.cuda.is_initialized()``).
-    Both are made here, so the second one's making is not in the span."""
-    torch = sys.modules.get("torch")
-    if torch is None:
+    CUDA (:func:`cuda_in_use`); else None. Both are made here, so the second
+    one's making is not in the span."""
+    if not cuda_in_use():
         return None
-    cuda = torch.cuda
+    cuda = sys.modules["torch"].cuda
     try:
-        if not cuda.is_initialized():
-            return None
         marks = [cuda.Event(enable_timing=True), cuda.Event(enable_timing=True), False]
         marks[0].record()
     except Exception:  # a torch without CUDA events, a CUDA error: no figure
