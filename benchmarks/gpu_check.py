@@ -149,6 +149,17 @@ def _gpt2(device: str = "cuda", big: bool = False) -> tuple[Any, Any]:
     return model, ids
 
 
+def _logits(model: Any, ids: Any) -> Callable[[], Any]:
+    """A step: ``model``'s forward over ``ids`` without grad or KV cache."""
+    import torch
+
+    def step() -> Any:
+        with torch.no_grad():
+            return model(ids, use_cache=False).logits
+
+    return step
+
+
 def _keep(out: Path, name: str, rep: Any) -> str:
     """Append the report's text to ``reports.txt`` under a heading (one file:
     a device run brings back only a few)."""
@@ -174,13 +185,7 @@ def check_sync(out: Path, repeat: int, big: bool = False) -> dict[str, Any]:
     model, ids = _gpt2(big=big)
     cmodel = torch.compile(model)
 
-    def run() -> Any:
-        with torch.no_grad():
-            return cmodel(ids, use_cache=False).logits
-
-    def eager() -> Any:
-        with torch.no_grad():
-            return model(ids, use_cache=False).logits
+    run, eager = _logits(cmodel, ids), _logits(model, ids)
 
     engine = stance_magic.get_engine()
     synced = compare(engine, run, MeasureSpec(), repeat=repeat, announce=False)
@@ -529,13 +534,7 @@ def check_anatomy(out: Path, rounds: int = 3) -> dict[str, Any]:
     tiny = torch.compile(lambda x: x + 1)
     x = torch.ones(3, device="cuda")
 
-    def gpt2_big() -> Any:
-        with torch.no_grad():
-            return cmodel(ids, use_cache=False).logits
-
-    def gpt2_small() -> Any:
-        with torch.no_grad():
-            return cmodel(small, use_cache=False).logits
+    gpt2_big, gpt2_small = _logits(cmodel, ids), _logits(cmodel, small)
 
     a = torch.randn(4096, 4096, device="cuda") / 64
     chain = torch.compile(lambda a: ((a @ a).relu() @ a) @ a)

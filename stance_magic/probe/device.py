@@ -11,9 +11,9 @@ that never touched it, it costs a dictionary lookup and one call to
 
 A compiled call's code on the GPU: :func:`stream_mark` records a CUDA event
 on the current stream (where Inductor launches its kernels) where a timed
-call's lookup ends and :func:`stream_end` one where its compiled code
-returns; :func:`stream_seconds` reads the time between them once the window
-has synchronized: from where the stream reached the compiled code's start
+call's lookup ends and :meth:`StreamMarks.end` one where its compiled code
+returns; :meth:`StreamMarks.seconds` reads the time between them once the
+window has synchronized: from where the stream reached the compiled code's start
 to the end of its last kernel. Compiled code whose kernels outlast the
 host's launching of them (the GPU sets the pace) reads longer there than on
 the host's clock; code whose GPU waits for the launches reads about the
@@ -28,7 +28,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["cuda_in_use", "stream_end", "stream_mark", "stream_seconds", "sync_if_cuda"]
+__all__ = ["StreamMarks", "cuda_in_use", "stream_mark", "sync_if_cuda"]
 
 
 def cuda_in_use() -> bool:
@@ -75,39 +75,45 @@ def sync_if_cuda() -> bool:
     return True
 
 
-def stream_mark() -> list[Any] | None:
-    """Two timing CUDA events, the first recorded now on the current stream
-    (the second is for :func:`stream_end`), when this process has initialized
-    CUDA (:func:`cuda_in_use`); else None. Both are made here, so the second
-    one's making is not in the span."""
-    if not cuda_in_use():
-        return None
-    cuda = sys.modules["torch"].cuda
+class StreamMarks:
+    """Two timing CUDA events on the current stream: ``start`` recorded when
+    made (:func:`stream_mark`), ``end`` by :meth:`end`; both made at once, so
+    the second one's making is not in the span."""
+
+    __slots__ = ("_end", "_ended", "_start")
+
+    def __init__(self, cuda: Any) -> None:
+        self._start = cuda.Event(enable_timing=True)
+        self._end = cuda.Event(enable_timing=True)
+        self._ended = False
+        self._start.record()
+
+    def end(self) -> None:
+        """Record the second event now."""
+        try:
+            self._end.record()
+            self._ended = True
+        except Exception:  # pragma: no cover - a CUDA error of the user's: no figure
+            pass
+
+    def seconds(self) -> float | None:
+        """Seconds on the GPU between the two events, once the second has run
+        (waits for it); None if it was never recorded or cannot say."""
+        if not self._ended:
+            return None
+        try:
+            self._end.synchronize()
+            return float(self._start.elapsed_time(self._end)) / 1e3
+        except Exception:  # pragma: no cover - a CUDA error of the user's: no figure
+            return None
+
+
+def stream_mark(cuda: Any) -> StreamMarks | None:
+    """:class:`StreamMarks` with its first event recorded now, given
+    ``torch.cuda`` of a process that has initialized CUDA (the caller asks
+    :func:`cuda_in_use` or ``torch.cuda.is_initialized()``); None where CUDA
+    events cannot be made."""
     try:
-        marks = [cuda.Event(enable_timing=True), cuda.Event(enable_timing=True), False]
-        marks[0].record()
+        return StreamMarks(cuda)
     except Exception:  # a torch without CUDA events, a CUDA error: no figure
-        return None
-    return marks
-
-
-def stream_end(marks: list[Any]) -> None:
-    """Record the second event of :func:`stream_mark`'s pair now."""
-    try:
-        marks[1].record()
-        marks[2] = True
-    except Exception:  # pragma: no cover - a CUDA error of the user's: no figure
-        pass
-
-
-def stream_seconds(marks: list[Any]) -> float | None:
-    """Seconds on the GPU between a pair's two events, once the second has
-    run (waits for it); None if it was never recorded or cannot say."""
-    if not marks[2]:
-        return None
-    start, end = marks[0], marks[1]
-    try:
-        end.synchronize()
-        return float(start.elapsed_time(end)) / 1e3
-    except Exception:  # pragma: no cover - a CUDA error of the user's: no figure
         return None

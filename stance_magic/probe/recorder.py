@@ -20,7 +20,7 @@ from .breaks import (
     _graph_break_counters,
     parse_graph_break,
 )
-from .device import stream_end, stream_mark, stream_seconds
+from .device import StreamMarks, stream_mark
 from .frames import (
     _MISSING,
     _OWNER_WALK_LIMIT,
@@ -318,7 +318,7 @@ class _Activation:
         self.calibrating = False
         #: CUDA events where its compiled code starts and returns
         #: (probe.device.stream_mark), where CUDA is in use
-        self.mark: Any = None
+        self.mark: StreamMarks | None = None
 
 
 class Recorder:
@@ -865,7 +865,7 @@ class Recorder:
         """The compiled code of the timed call returned: mark the stream."""
         act = self._tail_act
         if act is not None and act.mark is not None:
-            stream_end(act.mark)
+            act.mark.end()
 
     def _call_done(self, back: float, end: float, own: float, inner: float) -> None:
         """A timed call ended (see probe.anatomy): its parts, as an event,
@@ -1016,7 +1016,7 @@ class Recorder:
             # compiled code starts and where it returns (outside its part)
             cuda = self._cuda
             in_use = hit and cuda is not None and cuda.is_initialized()
-            act.mark = marks = stream_mark() if in_use else None
+            act.mark = marks = stream_mark(cuda) if in_use else None
             clock.tail(act.frame_id, self._call_done, self._mark_back if marks else None)
             # the compiled code runs from here (this hook's work left out)
             act.t_out = self._clock()
@@ -1429,7 +1429,7 @@ class Recorder:
                 continue
             if kind == "device":
                 obj, marks = key
-                seconds = stream_seconds(marks)
+                seconds = marks.seconds()
                 if seconds is not None:
                     _target(targets, obj).device.append(seconds)
                 continue
