@@ -34,6 +34,59 @@ def cuda_test(fn: Any) -> Any:
     return pytest.mark.cuda(skip(fn))
 
 
+@pytest.fixture(autouse=True)
+def _pinned_delayed_callbacks(request):
+    """torch 2.8 only: one callback per torch.compile callback and stance
+    under ``eager_then_compile`` / ``aot_eager_then_compile``, kept until the
+    test's compiled code is gone.
+
+    torch 2.8 builds that callback anew for every call, frees it after the
+    call, and keeps a bare pointer to it in each cache entry it made; a later
+    lookup compares the object at that pointer with the new callback
+    (``backend_match`` in torch's ``extra_state.cpp``), reading freed memory,
+    and crashes the process when the allocator has given that memory back (a
+    segmentation fault, measured or not, more likely the more a process has
+    run: it ended a whole matrix run). torch 2.9 links each call's callback to
+    torch.compile's own, so the cache serves later calls; pinning makes 2.8
+    serve them the same way and leaves nothing freed for a lookup to read. The
+    report is still checked against torch's own records. A test marked
+    ``unpinned_callbacks`` gets torch 2.8's callbacks as torch makes them (the
+    recompiles with no failed guard that users of 2.8 see).
+    """
+    if (
+        probe.torch_version() >= probe.DELAYED_CALLBACK_LINKED_SINCE
+        or request.node.get_closest_marker("unpinned_callbacks") is not None
+    ):
+        yield
+        return
+    from torch._dynamo import eval_frame
+
+    dispatch = eval_frame._callback_from_stance
+    pinned: dict[tuple[int, str], tuple[Any, Any]] = {}
+
+    def pinning(callback: Any) -> Any:
+        stance = eval_frame._stance.stance
+        if stance not in probe.DELAYED_STANCES:
+            return dispatch(callback)
+        key = (id(callback), stance)
+        held = pinned.get(key)
+        if held is None or held[0] is not callback:
+            result = dispatch(callback)
+            if result is callback or result in (None, False):
+                return result
+            held = pinned[key] = (callback, result)
+        return held[1]
+
+    eval_frame._callback_from_stance = pinning
+    try:
+        yield
+    finally:
+        if eval_frame._callback_from_stance is pinning:  # (not wrapped by a window left open)
+            eval_frame._callback_from_stance = dispatch
+            torch.compiler.reset()  # no cache entry points at a pinned callback now
+            pinned.clear()
+
+
 @pytest.fixture
 def shell():
     """A new InteractiveShell with stance_magic loaded and every format active."""

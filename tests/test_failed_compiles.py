@@ -250,6 +250,7 @@ def _measure_model(sh, name: str):
     return error, recs
 
 
+@pytest.mark.unpinned_callbacks  # (in a fresh process on 2.8: what its users see)
 @pytest.mark.parametrize("name", list(MODELS))
 def test_transformers_model_compiles_and_failures_against_torch(sh, request, name):
     """A transformers model compiled with a counting backend, called with
@@ -263,6 +264,7 @@ def test_transformers_model_compiles_and_failures_against_torch(sh, request, nam
     _measure_model(sh, name)
 
 
+@pytest.mark.unpinned_callbacks
 def test_a_shared_decorator_frame_compiled_from_another_models_inputs(sh, request):
     """eager_then_compile keeps a frame's first two inputs by file and line,
     and reset() keeps them: transformers' decorator frames, shared by every

@@ -58,19 +58,7 @@ def test_memory_is_off_unless_asked_and_costs_nothing_then(sh):
     assert "memory" not in str(rep)
 
 
-#: torch 2.8 matches the cache under the delayed-compile stances by a freed
-#: callback's address (probe.DELAYED_CALLBACK_LINKED_SINCE); with the
-#: profiler's memory events on, repeated calls under aot_eager_then_compile
-#: crashed the test process there (a segmentation fault in torch's
-#: compile_wrapper, twice on this project's machines), so these run from 2.9.
-needs_linked_callbacks = pytest.mark.skipif(
-    probe.torch_version() < probe.DELAYED_CALLBACK_LINKED_SINCE,
-    reason="torch 2.8 crashes under aot_eager_then_compile with the profiler on",
-)
-
-
 @pytest.mark.integration
-@needs_linked_callbacks
 def test_aot_eager_then_compile_first_call_needs_less_memory(sh):
     """The reason aot_eager_then_compile exists, on a training step (torch's
     documentation: its first call runs under AOT eager for its memory savings)."""
@@ -92,7 +80,6 @@ def test_aot_eager_then_compile_first_call_needs_less_memory(sh):
 
 
 @pytest.mark.integration
-@needs_linked_callbacks
 def test_compare_gives_eager_first_and_steady_peaks(sh):
     sh.run_cell(TRAIN)
     res, cap = run(
