@@ -168,16 +168,25 @@ def test_restored_after_syntax_error(shell):
 
 
 def test_restored_after_keyboard_interrupt(shell):
-    timer = threading.Timer(0.3, lambda: signal.raise_signal(signal.SIGINT))
-    timer.start()
-    try:
-        res, _ = run(
-            shell,
-            "%%stance force_eager -q\nimport time\nfor _ in range(100):\n    time.sleep(0.05)",
-        )
-    finally:
-        timer.cancel()
-    assert isinstance(res.error_in_exec, KeyboardInterrupt)
+    # The SIGINT comes once the cell's body runs (its sleep loop allocates
+    # nothing): sent at a fixed time instead, it could land while setup code
+    # ran a finalizer, where Python prints a KeyboardInterrupt and drops it.
+    started = threading.Event()
+    shell.user_ns["started"] = started
+
+    def interrupt():
+        if started.wait(30):
+            signal.raise_signal(signal.SIGINT)
+
+    sender = threading.Thread(target=interrupt, daemon=True)
+    sender.start()
+    res, _ = run(
+        shell,
+        "%%stance force_eager -q\nimport time\nstarted.set()\n"
+        "for _ in range(200):\n    time.sleep(0.05)",
+    )
+    sender.join(30)
+    assert isinstance(res.error_in_exec, KeyboardInterrupt), res.error_in_exec
     assert stance_magic.current_stance().name == "default"
 
 
