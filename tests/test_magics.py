@@ -7,8 +7,10 @@ coroutine shown and not run)."""
 
 from __future__ import annotations
 
+import gc
 import signal
 import threading
+import time
 
 import pytest
 import torch
@@ -168,23 +170,31 @@ def test_restored_after_syntax_error(shell):
 
 
 def test_restored_after_keyboard_interrupt(shell):
-    # The SIGINT comes once the cell's body runs (its sleep loop allocates
-    # nothing): sent at a fixed time instead, it could land while setup code
-    # ran a finalizer, where Python prints a KeyboardInterrupt and drops it.
+    # A SIGINT is handled in the main thread at its next bytecode: if that is
+    # in a finalizer the garbage collector runs (a full suite leaves plenty),
+    # Python prints the KeyboardInterrupt there and drops it. So the signal
+    # comes once the cell sits in its sleep loop (which allocates nothing),
+    # with the collector done beforehand and paused meanwhile.
     started = threading.Event()
     shell.user_ns["started"] = started
 
     def interrupt():
         if started.wait(30):
+            time.sleep(0.1)
             signal.raise_signal(signal.SIGINT)
 
     sender = threading.Thread(target=interrupt, daemon=True)
-    sender.start()
-    res, _ = run(
-        shell,
-        "%%stance force_eager -q\nimport time\nstarted.set()\n"
-        "for _ in range(200):\n    time.sleep(0.05)",
-    )
+    gc.collect()
+    gc.disable()
+    try:
+        sender.start()
+        res, _ = run(
+            shell,
+            "%%stance force_eager -q\nimport time\nstarted.set()\n"
+            "for _ in range(200):\n    time.sleep(0.05)",
+        )
+    finally:
+        gc.enable()
     sender.join(30)
     assert isinstance(res.error_in_exec, KeyboardInterrupt), res.error_in_exec
     assert stance_magic.current_stance().name == "default"
