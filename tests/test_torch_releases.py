@@ -284,6 +284,7 @@ def test_a_delayed_stance_on_torch_2_8_warns_once(sh):
     if probe.torch_version() < probe.DELAYED_CALLBACK_LINKED_SINCE:
         assert "under eager_then_compile: torch matches its cache entries" in outs[0]
         assert "torch 2.9 fixed it" in outs[0]
+        assert "can crash the process (its cache entries keep that callback" in outs[0]
         assert "eager_then_compile" not in outs[1]  # once
         assert "under aot_eager_then_compile" in outs[2]
     else:

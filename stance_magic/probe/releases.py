@@ -87,8 +87,8 @@ def delayed_stance_warning(stance: str) -> str | None:
     return (
         f"torch {torch_str()} under {stance}: torch matches its cache entries by the "
         "address of a callback it builds for every call, so a call may recompile with no "
-        "guard failed, and one can crash the process (seen on this project's machines "
-        "under aot_eager_then_compile, measured or not); torch 2.9 fixed it"
+        "guard failed, and one can crash the process (its cache entries keep that "
+        "callback after it is freed; measured or not); torch 2.9 fixed it"
     )
 
 
