@@ -62,20 +62,16 @@ def _pinned_delayed_callbacks(request):
     from torch._dynamo import eval_frame
 
     dispatch = eval_frame._callback_from_stance
-    pinned: dict[tuple[int, str], tuple[Any, Any]] = {}
+    pinned: dict[tuple[Any, str], Any] = {}
 
     def pinning(callback: Any) -> Any:
         stance = eval_frame._stance.stance
-        if stance not in probe.DELAYED_STANCES:
-            return dispatch(callback)
-        key = (id(callback), stance)
-        held = pinned.get(key)
-        if held is None or held[0] is not callback:
-            result = dispatch(callback)
-            if result is callback or result in (None, False):
-                return result
-            held = pinned[key] = (callback, result)
-        return held[1]
+        if stance not in probe.DELAYED_STANCES or callback in (None, False):
+            return dispatch(callback)  # (torch passes None and False through)
+        key = (callback, stance)
+        if key not in pinned:
+            pinned[key] = dispatch(callback)
+        return pinned[key]
 
     eval_frame._callback_from_stance = pinning
     try:
