@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -157,13 +156,13 @@ def break_even(
     return max(warmup_runs, k, 1)
 
 
-def _timed(run: Callable[[], Any]) -> tuple[float, Any]:
+def _timed(run: Callable[[], Any], clock: Callable[[], float]) -> tuple[float, Any]:
     # on CUDA, each run is timed from and to an idle device (probe.sync_if_cuda)
     probe.sync_if_cuda()
-    t0 = time.perf_counter()
+    t0 = clock()
     value = run()
     probe.sync_if_cuda()
-    return time.perf_counter() - t0, value
+    return clock() - t0, value
 
 
 def compare(
@@ -198,7 +197,7 @@ def compare(
     eager_peak = None
     with engine.applied(Stance("force_eager")):
         for _ in range(repeat):
-            t, _value = _timed(run)
+            t, _value = _timed(run, engine.clock)
             eager_runs.append(t)
         if memory:
             eager_peak = _peak_of(run)
@@ -218,11 +217,11 @@ def compare(
                 if memory and i == 0:
                     meter = probe.CellProfiler(memory=True)
                     try:
-                        t, value = _timed(run)
+                        t, value = _timed(run, engine.clock)
                     finally:
                         first_peak = _first_peak(meter)
                 else:
-                    t, value = _timed(run)
+                    t, value = _timed(run, engine.clock)
                 # the recorder's own use of torch's profiler is not the run's
                 compiled_runs.append(max(t - (recorder.overhead_so_far - overhead), 0.0))
                 compiled_in.append(recorder.compiles_so_far != before)

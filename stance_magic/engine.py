@@ -9,6 +9,7 @@ state. Stances are applied through torch's own ``torch.compiler.set_stance``
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
@@ -121,6 +122,9 @@ class Engine:
         #: a directory: the next measured cell is traced there (the panel's
         #: "trace next cell"), then this is cleared (a ``("traced", directory)`` event)
         self.trace_next: str | None = None
+        #: what every measurement reads time from (seconds); tests set a fake
+        #: one with :meth:`use_clock`
+        self.clock: Callable[[], float] = time.perf_counter
 
     # -- observers ---------------------------------------------------------
     def observe(self, fn: Callable[[str, Any], None], events: Iterable[str] | None = None) -> None:
@@ -374,7 +378,20 @@ class Engine:
         """The recorder; it hooks into torch only while a block is measured."""
         if self._recorder is None:
             self._recorder = probe.Recorder()
+            if self.clock is not time.perf_counter:
+                self._recorder.use_clock(self.clock)
         return self._recorder
+
+    def use_clock(self, clock: Callable[[], float] | None) -> None:
+        """Measure on ``clock`` (seconds, monotonic; None: ``time.perf_counter``)
+        from the next block on: the wall time, ``--compare``'s runs and the
+        recorder's every reading. For tests, as pyinstrument's fake clock:
+        figures that are arithmetic over readings come out exact."""
+        if self._open_measures:
+            raise RuntimeError("the clock changes only between measured blocks")
+        self.clock = clock or time.perf_counter
+        if self._recorder is not None:
+            self._recorder.use_clock(self.clock)
 
     def measure(self, spec: MeasureSpec | None = None) -> Measuring:
         """Run a block under ``spec.stance`` (None: the session stance) and

@@ -13,9 +13,8 @@ the panels). Nothing writes to the report after that.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from . import build, probe
 from .build import Closed
@@ -40,6 +39,11 @@ class Host(Protocol):
 
     @property
     def history(self) -> list[CellReport]: ...
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """Seconds, monotonic: ``time.perf_counter`` unless a test set a fake."""
+        ...
 
     def opened(self, m: Measurement) -> None: ...
 
@@ -90,7 +94,8 @@ class Measurement:
                 self._profiler_error = f"not measured with the profiler: {err}"
         # on CUDA, the window starts once the GPU finished what came before it
         probe.sync_if_cuda()
-        self._t0 = time.perf_counter()
+        self._clock = engine.clock
+        self._t0 = self._clock()
 
     def context(self) -> str:
         """How torch's own compile records name this window (their
@@ -131,7 +136,7 @@ class Measurement:
             return self._closed
         # on CUDA, the block's kernels have run when the clock stops
         synchronized = probe.sync_if_cuda()
-        wall = time.perf_counter() - self._t0
+        wall = self._clock() - self._t0
         self.engine.closed(self)
         profiled: list[float] | None = None
         memory: list[probe.MemoryFigure] = []

@@ -1493,6 +1493,20 @@ class Recorder:
     def open(self) -> bool:
         return bool(self._marks)
 
+    def use_clock(self, clock: Callable[[], float]) -> None:
+        """Read time from ``clock`` (seconds, monotonic) instead of
+        ``time.perf_counter``: the tests' fake clock, whose readings they
+        choose, so the estimators' arithmetic is checked with exact figures.
+        Only between windows (a window's readings come from one clock)."""
+        if self.open_windows:
+            raise RuntimeError("the recorder's clock changes only between windows")
+        self._clock = clock
+        self._resume._clock = clock
+        self._bounds._clock = clock
+        if self._callclock is not None:
+            self._callclock.uninstall()
+            self._callclock = None  # made again, with this clock, by the next window
+
     @property
     def open_windows(self) -> int:
         return len(self._marks)
