@@ -359,6 +359,7 @@ def test_cold_compile_misses_match_torch_records_counters_and_files(cold):
     assert rep["generated_s"] == pytest.approx(rep["compile_s"] - rep["dynamo_s"], rel=1e-6)
 
 
+@pytest.mark.timing  # torch's figure for what the hit saved, against the cold compile's clock
 @pytest.mark.inductor
 def test_warm_compile_in_the_same_process_hits_and_names_the_cold_cell(cold):
     torch.compiler.reset()
