@@ -14,6 +14,7 @@ from stance_magic.probe import anatomy
 from stance_magic.probe.recorder import _Activation
 
 from conftest import last, run
+from fakeclock import FakeClock, on_engine
 from timing import agree
 
 SETUP = """
@@ -161,25 +162,22 @@ def test_the_extrapolation_is_exact_on_a_clock_that_ticks_once_a_lookup(sh, monk
     read: every timed lookup is then exactly one tick (the call's start, the
     guard hook's end; no other read between), so the sampled estimate of n
     lookups must be n us, as the fully timed figure is, and the median 1 us."""
-    import itertools
-
-    from stance_magic.engine import get_engine
-
     assert sh.run_cell(SETUP).success
     assert sh.run_cell("small(x)").success  # compiled outside the measured cells
-    ticks = itertools.count()
-    monkeypatch.setattr(get_engine().recorder, "_clock", lambda: next(ticks) * 1e-6)
     # no bound from torch's profiler (its real seconds against these ticks):
     # this test checks the extrapolation's arithmetic
     monkeypatch.setattr(anatomy, "CALIBRATION_TRIES", 0)
     n = 600
     cell = f"%%stance default -q\nfor _ in range({n}):\n    small(x)"
-    for every in (False, True):
-        rep = measure(sh, monkeypatch, cell, every)
-        assert rep.cache_hits == n and (rep.lookups.sampled > 0) is not every
-        assert rep.lookups.timed == (n if every else expected_timed(n))
-        assert rep.lookups.seconds == pytest.approx(n * 1e-6)
-        assert rep.lookups.per_lookup_s == pytest.approx(1e-6)
+    with on_engine(FakeClock(tick=1e-6)):
+        for every in (False, True):
+            rep = measure(sh, monkeypatch, cell, every)
+            assert rep.cache_hits == n and (rep.lookups.sampled > 0) is not every
+            assert rep.lookups.timed == (n if every else expected_timed(n))
+            # n lookups of one tick each: the extrapolation of the sampled
+            # ones is the whole, exactly
+            assert rep.lookups.seconds == pytest.approx(n * 1e-6), "sampled total extrapolated"
+            assert rep.lookups.per_lookup_s == pytest.approx(1e-6), "median timed lookup"
 
 
 def test_the_estimate_is_stratified_first_lookups_and_spot_checks():
