@@ -2,8 +2,14 @@
 #                make test   (set up, lint, build the docs, run the whole test suite:
 #                             tests and notebooks, every marker)
 #                make test-fast  (set up, lint, then the unit and magic tests: no docs,
-#                             no notebooks, none marked slow, integration, browser or
-#                             inductor; under 2 minutes on two cores)
+#                             no notebooks, none marked slow, integration, browser,
+#                             inductor or timing; under 2 minutes on two cores)
+#                make test-timing  (the timing lane: our figures against torch's
+#                             own clocks, decided on the median of rounds)
+#                make test-stress  (the fast and the timing lane, 10 runs each,
+#                             beside a hog that keeps both cores busy)
+#                make screenshots  (the browser test, then its pictures into
+#                             docs/images/)
 #                make docs   (the documentation site, into build/docs; warnings are errors)
 #                make test-matrix  (the truth-bearing tests on each torch x Python pair)
 PY ?= python3
@@ -11,7 +17,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stance_magic-setup
 
-.PHONY: setup tour test test-fast test-matrix lint docs browser clean
+.PHONY: setup tour test test-fast test-timing test-stress test-matrix lint docs browser screenshots clean
 
 setup: $(STAMP)
 
@@ -53,11 +59,28 @@ test: setup lint docs browser
 # The fast lane: what pyproject.toml's markers leave out (processes, kernels, real
 # models, notebooks, the docs build, Inductor, the browser, the slow builds) runs in
 # make test and the matrix.
-FAST_MARK := not slow and not integration and not browser and not inductor
+FAST_MARK := not slow and not integration and not browser and not inductor and not timing
 
 test-fast: setup lint
 	$(BIN)/python -m pytest -q -m "$(FAST_MARK)" tests; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+# The timing lane: what only a real clock shows (our figures against torch's profiler
+# and an outside clock), in interleaved rounds decided on their median.
+test-timing: setup
+	$(BIN)/python -m pytest -q -m timing tests; rc=$$?; \
+		if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+# Both lanes, STRESS_RUNS times each, beside a hog of torch matmul loops and plain
+# Python loops (a load of about 6 on two cores); prints each lane's failures.
+STRESS_RUNS ?= 10
+test-stress: setup
+	$(BIN)/python benchmarks/stress.py --runs $(STRESS_RUNS)
+
+# The pictures the README and the docs show, retaken by the browser test (make test
+# does not write them: a clone stays clean after its own tests).
+screenshots: setup browser
+	STANCE_MAGIC_DOCS_IMAGES=docs/images $(BIN)/python -m pytest -q tests/test_browser.py
 
 # torch x Python pairs: the oldest supported torch on the oldest Python, releases in
 # between, the newest torch on the newest Pythons. Each pair: a fresh venv outside

@@ -7,6 +7,7 @@ script exits 0, prints every row, and that its figures are positive.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -242,3 +243,114 @@ def test_hook_floor_benchmark_quick_run(tmp_path):
     ours = v["stance_magic"]["counts"]
     assert ours["hits"] >= res["calls"] and ours["counted only"] > 0 and ours["timed"] > 0
     assert all(x["per_call_s"] > 0 and x["ratio"] > 0 for x in v.values())
+
+
+def _stress():
+    """benchmarks/stress.py as a module (not run)."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import stress
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return stress
+
+
+@pytest.mark.integration
+def test_stress_hog_runs_busy_and_is_gone_after_stop():
+    """The hog of benchmarks/stress.py: its processes start, burn CPU (their
+    CPU time grows; the load average is too noisy to assert on), and none is
+    left after stop(); a hog process past its max_s ends by itself."""
+    import time
+
+    s = _stress()
+    if s.cpu_seconds(os.getpid()) is None:
+        pytest.skip("no /proc and no psutil: no CPU time to read")
+    hog = s.Hog(torch_procs=1, python_procs=1, threads=1, size=256, max_s=60)
+    try:
+        hog.start(ready_timeout_s=60)
+        assert len(hog.alive()) == 2
+        before = hog.cpu()
+        time.sleep(1.5)
+        after = hog.cpu()
+        assert set(before) == set(after) == set(hog.pids)
+        for pid in hog.pids:
+            assert after[pid] - before[pid] > 0.1, (before, after)
+        pids = hog.pids
+    finally:
+        hog.stop()
+    assert hog.alive() == [] and hog.procs == []
+    assert all(s.cpu_seconds(pid) is None for pid in pids)
+    hog.stop()  # again: a no-op
+
+    short = s.Hog(torch_procs=0, python_procs=1, max_s=0.5)
+    try:
+        short.start(ready_timeout_s=30)
+        p = short.procs[0][1]
+        assert p.wait(timeout=10) == 0  # it ended by itself
+    finally:
+        short.stop()
+
+
+def test_stress_parses_pytest_output():
+    """The parsers of benchmarks/stress.py on pytest's summary and short-summary lines."""
+    s = _stress()
+    text = "\n".join(
+        [
+            "....F..s",
+            "=========================== short test summary info ============================",
+            "FAILED tests/test_x.py::test_y - AssertionError",
+            "FAILED tests/test_x.py::test_z[a-b] - assert 1 == 2",
+            "FAILED tests/test_w.py::Test::test_v",
+            "ERROR tests/test_e.py::test_f - RuntimeError: boom",
+            "3 failed, 318 passed, 15 skipped, 60 deselected, 20 warnings in 51.38s",
+        ]
+    )
+    assert s.parse_summary(text) == {
+        "failed": 3,
+        "passed": 318,
+        "skipped": 15,
+        "deselected": 60,
+        "warnings": 20,
+    }
+    assert s.parse_failed(text) == [
+        "tests/test_x.py::test_y",
+        "tests/test_x.py::test_z[a-b]",
+        "tests/test_w.py::Test::test_v",
+        "tests/test_e.py::test_f (error)",
+    ]
+    # the = rule, singulars, and only the last summary line counts
+    assert s.parse_summary("1 passed in 0.1s\n== 1 failed, 1 error, 1 warning in 2.00s ==") == {
+        "failed": 1,
+        "errors": 1,
+        "warnings": 1,
+    }
+    assert s.parse_summary("no tests ran in 0.01s") == {}
+    assert s.parse_summary("nothing like a summary") == {}
+    assert s.verdict(0) == (True, "") and s.verdict(5) == (True, "no tests collected")
+    assert not s.verdict(1)[0] and not s.verdict(None)[0]
+
+    runs = [
+        s.Run("fast", i, 3, rc, rc == 0, "", {}, failed, sec, load, load, "x.log")
+        for i, rc, failed, sec, load in (
+            (1, 0, [], 10.0, 6.0),
+            (2, 1, ["tests/a.py::t", "tests/b.py::u"], 12.0, 5.0),
+            (3, 1, ["tests/a.py::t"], 20.0, 7.0),
+        )
+    ]
+    summary = s.summarize(runs)["fast"]
+    assert summary == {
+        "runs": 3,
+        "failed_runs": 2,
+        "failed_tests": {"tests/a.py::t": 2, "tests/b.py::u": 1},
+        "median_s": 12.0,
+        "median_load": 6.0,
+    }
+    table = s.format_summary({"fast": summary}, "no hog")
+    assert "tests/a.py::t" in table and "failed runs" in table
+    assert "FAILED tests/b.py::u" in s.format_run(runs[1])
+
+    # a test path in --pytest-args narrows the lane's run (its -m stays)
+    cmd = s.lane_cmd("fast", ["-x", "tests/test_layout.py::test_a"])
+    assert "tests" not in cmd and cmd[-2:] == ["-x", "tests/test_layout.py::test_a"]
+    assert "-rfE" in cmd and s.FAST_MARK in cmd
+    assert s.lane_cmd("timing", ["-k", "sync"])[-4:] == ["tests", "-rfE", "-k", "sync"]
