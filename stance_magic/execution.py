@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import tokenize
 import types
 from typing import Any, Callable
 
@@ -116,7 +117,12 @@ def _ends_with_semicolon(cell: str) -> bool:
 
     check = getattr(DisplayHook, "semicolon_at_end_of_expression", None)
     if check is not None:
-        return bool(check(cell))
+        try:
+            return bool(check(cell))
+        except tokenize.TokenError:
+            # an unclosed bracket: the parse that follows raises the
+            # SyntaxError a plain cell gives, with the user's line
+            return False
     lines = [ln for ln in cell.rstrip().splitlines() if ln.strip()]  # pragma: no cover
     return bool(lines) and lines[-1].rstrip().endswith(";")
 
