@@ -112,7 +112,10 @@ def measure(
     A context manager yielding a :class:`~stance_magic.measurement.Measured`:
     the block's :class:`CellReport` once the block has ended (its figures
     read through it: ``rep.compiles``), also added to :func:`history`.
-    ``stance=None`` means the session stance. ``memory=True`` also measures
+    ``stance=None`` means the session stance, and a stance the block's own
+    code sets (``torch.compiler.set_stance``) stays after it, as it would
+    unmeasured; a named stance is given back when the block ends, as
+    ``%%stance`` gives back the one before the cell. ``memory=True`` also measures
     the bytes torch allocates (``%%stance -m``); ``profile_lookups=True``
     times every cache lookup with torch's profiler (``-g``). ``trace=DIR``
     writes the block's structured trace (what ``TORCH_TRACE`` writes) to a
@@ -147,6 +150,9 @@ def measure(
 
     profile_lookups, ranks = _renamed(deprecated, profile_lookups, ranks)
     engine = get_engine()
+    # a block that names no stance runs under the session's and leaves a
+    # stance its own code sets (as it would unmeasured)
+    named = stance is not None or skip_guard_eval_unsafe or force_backend is not None
     st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
     mode: Literal["summary", "full"] | None = None
     if ranks:
@@ -159,7 +165,7 @@ def measure(
             warnings.warn(f"stance_magic: gather ignored: {NO_GROUP}", RuntimeWarning, stacklevel=2)
             mode = None
     spec = MeasureSpec(
-        stance=st,
+        stance=st if named else None,
         label=label,
         memory=memory,
         profile_lookups=profile_lookups,

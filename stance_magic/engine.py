@@ -322,8 +322,12 @@ class Engine:
             self._emit("cell", stance)
         return before, self._generation
 
-    def _close_block(self, stance: Stance, before: Stance) -> None:
-        """The end of an :meth:`applied` block: the stance before it is back."""
+    def _close_block(self, stance: Stance, before: Stance, keep_own: bool = False) -> None:
+        """The end of an :meth:`applied` block: the stance before it is back.
+
+        ``keep_own``: the block named no stance (``measure()`` without one),
+        so a stance its own code set stays, as it would unmeasured (a
+        session stance chosen meanwhile still takes effect)."""
         self._cell_depth -= 1
         # a session stance chosen while the outermost block ran takes effect now
         waited = self._pending_session if self._cell_depth == 0 else None
@@ -335,6 +339,8 @@ class Engine:
         if now != after:  # also undoes a change made by the block
             if now != stance:
                 # the block called torch.compiler.set_stance itself
+                if keep_own and waited is None:
+                    return
                 self._emit("undone", (now, after))
             self._restore(after)
         if waited is not None:
@@ -540,7 +546,8 @@ class Measuring:
     def _close(self) -> None:
         engine = self._engine
         if self._generation == engine._generation:
-            engine._close_block(self._stance, self._before)
+            # a block that names no stance leaves one its code set
+            engine._close_block(self._stance, self._before, keep_own=self._spec.stance is None)
 
 
 #: What a block is measured with when nothing is asked for.

@@ -374,6 +374,7 @@ class Recorder:
         "_counted",
         "_cuda",
         "_cw_code",
+        "_dup_seen",
         "_ef",
         "_enter_calls",
         "_events",
@@ -386,6 +387,7 @@ class Recorder:
         "_hooks_on",
         "_info",
         "_limits",
+        "_log_names",
         "_log_on",
         "_log_state",
         "_marks",
@@ -418,7 +420,12 @@ class Recorder:
         #: the hooks a lookup or a compile needs are in (see _arm)
         self._armed = False
         self._log_on = False
-        self._log_state: list[tuple[Any, int, bool]] = []
+        self._log_state: list[tuple[Any, int, bool, bool]] = []
+        #: torch's graph_breaks logger names, once read
+        self._log_names: list[str] | None = None
+        #: the keys of torch's graph-break duplicate check when the window
+        #: opened (None: the user's own log is on, or no such check)
+        self._dup_seen: set[Any] | None = None
         self._handler: Any = None
         self._prev_guard_hook: Any = None
         self._prev_testing_hook: Any = None
@@ -663,56 +670,67 @@ class Recorder:
         return self._sentinel not in _torch_hooks().callback_handler.start_callbacks
 
     def _install_log_capture(self) -> None:
-        """Attach the graph-break handler to torch's ``graph_breaks`` loggers.
+        """Attach the graph-break handler to torch's ``graph_breaks`` loggers
+        for the outermost window; :meth:`_uninstall_log_capture` puts each
+        logger back as it was when the window closes.
 
-        Checked at the start of each outermost window (``torch._logging.set_logs``
-        resets these loggers) and left attached between windows, idle:
-        changing a logger's level clears every logger's cache in the process,
-        too dear to do per cell. Where the user did not ask for the artifact
-        (``TORCH_LOGS``, ``set_logs``), its records are kept from reaching
-        torch's console handler.
+        Where the user did not ask for the artifact (``TORCH_LOGS``,
+        ``set_logs``), its records are kept from reaching torch's console
+        handler, and the breaks torch's duplicate check notes meanwhile are
+        forgotten at the end (torch notes a break only while the log is on:
+        the user's own log, turned on later, shows each break's stack as it
+        would have unmeasured). A level is set on the logger itself, with its
+        own cache cleared: ``Logger.setLevel`` clears every logger's cache
+        in the process (about 25 µs with torch's 220 loggers), too dear for
+        every cell; these loggers have no children whose cache could hold it.
         """
         if self._log_on:
-            first = self._log_state[0][0]
-            if first.level == logging.DEBUG and self._handler in first.handlers:
-                return  # as we left it: torch's logging was not reset since (set_logs)
+            return
         try:
             from torch._logging._internal import log_registry, log_state
         except ImportError:  # pragma: no cover - older torch: counters instead
             return
-        if not self._log_on:
-            names = [
+        names = self._log_names
+        if names is None:
+            names = self._log_names = [
                 q for q in log_registry.get_artifact_log_qnames() if q.endswith("__graph_breaks")
             ]
-            if not names:  # pragma: no cover
-                return
+        if not names:  # pragma: no cover
+            return
+        if self._handler is None:
             self._handler = _BreakHandler(self)
-            self._log_state = []
-            for qname in names:
-                lg = logging.getLogger(qname)
-                self._log_state.append((lg, lg.level, lg.propagate))
-            self._log_on = True
-        first = self._log_state[0][0]
-        if first.level == logging.DEBUG and self._handler in first.handlers:
-            return  # as we left it: torch's logging was not reset since (set_logs)
         enabled = getattr(log_state, "is_artifact_enabled", None)
         user_wants = bool(enabled("graph_breaks")) if enabled is not None else False
-        for lg, _level, _propagate in self._log_state:
-            if self._handler not in lg.handlers:
-                lg.addHandler(self._handler)
+        handler = self._handler
+        state = self._log_state = []
+        for qname in names:
+            lg = logging.getLogger(qname)
+            had = handler in lg.handlers
+            state.append((lg, lg.level, lg.propagate, had))
+            if not had:
+                lg.addHandler(handler)
             if not user_wants and lg.propagate:
                 lg.propagate = False
             if not lg.isEnabledFor(logging.DEBUG):
-                lg.setLevel(logging.DEBUG)
+                _set_level(lg, logging.DEBUG)
+        checker = None if user_wants else _dup_checker()
+        self._dup_seen = None if checker is None else set(checker.set)
+        self._log_on = True
 
     def _uninstall_log_capture(self) -> None:
         if not self._log_on:
             return
-        for lg, level, propagate in self._log_state:
-            lg.removeHandler(self._handler)
+        for lg, level, propagate, had in self._log_state:
+            if not had:
+                lg.removeHandler(self._handler)
             if lg.level != level:
-                lg.setLevel(level)
+                _set_level(lg, level)
             lg.propagate = propagate
+        seen, self._dup_seen = self._dup_seen, None
+        checker = _dup_checker() if seen is not None else None
+        if checker is not None:
+            for key in [k for k in checker.set if k not in seen]:
+                del checker.set[key]
         self._log_state = []
         self._log_on = False
 
@@ -1374,6 +1392,7 @@ class Recorder:
             # unless a lazily compiled backward wrote a record)
             touched = self._armed or self._records or self._breaks
             self._uninstall_hooks()
+            self._uninstall_log_capture()
             if touched:
                 self._clear_running()
         return window
@@ -1563,6 +1582,25 @@ def _target(targets: dict[Any, Target], obj: Any) -> Target:
         name, filename, line = describe_callable(obj)
         t = targets[key] = Target(name=name, filename=filename, line=line)
     return t
+
+
+def _set_level(lg: logging.Logger, level: int) -> None:
+    """``lg.setLevel(level)`` clearing only ``lg``'s own cache (see
+    Recorder._install_log_capture), where the logging module has one."""
+    lg.level = level
+    cache = getattr(lg, "_cache", None)
+    if isinstance(cache, dict):
+        cache.clear()
+    elif cache is not None:  # pragma: no cover - a logging module unlike CPython's
+        lg.setLevel(level)
+
+
+def _dup_checker() -> Any:
+    """torch's graph-break duplicate check (``DuplicateWarningChecker``),
+    or None where a release has none of that shape."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    checker = getattr(utils, "graph_break_dup_warning_checker", None)
+    return checker if isinstance(getattr(checker, "set", None), dict) else None
 
 
 class _BreakHandler(logging.Handler):
