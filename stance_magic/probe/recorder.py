@@ -874,6 +874,7 @@ class Recorder:
                 calibrating = bounds.start(fn, self._hits + self._misses)
         act.calibrating = calibrating
         act.before = before
+        act.records = len(self._records)
         act.t0 = self._clock()
         if eager and clock is not None:
             self._tail_act = act
@@ -897,8 +898,11 @@ class Recorder:
         if act.calibrating:
             return  # a profiled call is not a timed one: the profiler slows it
         key = act.target
-        if act.t_lookup is not None and len(self._records) != act.records:
-            return  # it compiled: the compile is the report's, not a part of a call
+        if len(self._records) != act.records:
+            # it compiled (after a miss, or into an empty cache, where torch
+            # makes no lookup), then ran what it compiled: neither an eager
+            # call nor a steady one; the compile is the report's
+            return
         if act.t_lookup is None or not act.hit:
             # ran without a lookup (force_eager, ...), or a miss that compiled
             # nothing: it ran eagerly
