@@ -209,14 +209,13 @@ def build_report(
         causes=_recompile_causes(recompiles, window),
         recompile_budget=[_budget(b) for b in window.budgets],
         dynamic_shapes=_dynamic_shapes(window, frames),
-        eager_first_calls=(
-            window.eager_calls.get("eager_then_compile", 0)
-            if stance.name == "eager_then_compile"
-            else 0
-        ),
+        # the stance in force at each call (the block's, or one its code set)
+        eager_first_calls=window.eager_calls.get("eager_then_compile", 0),
         eager_calls=dict(window.eager_calls),
         compiles_during_eager_calls=(
-            sum(1 for f in fwd if f.during_eager_call) if stance.name == "eager_then_compile" else 0
+            sum(1 for f in fwd if f.during_eager_call)
+            if window.eager_calls.get("eager_then_compile")
+            else 0
         ),
         refused_guards=refused_guards,
         memory=list(figures),
@@ -281,7 +280,13 @@ def _frames(window: probe.Window, stance: str, error: BaseException | None) -> l
         info = rec.info
         name, filename, line = _frame_name(rec)
         backend = info.backend
-        if kind == "frame" and stance == "aot_eager_then_compile" and info.example_calls == 1:
+        # the stance in force when torch compiled (one the block's code set too)
+        compiled_under = info.stance or stance
+        if (
+            kind == "frame"
+            and compiled_under == "aot_eager_then_compile"
+            and info.example_calls == 1
+        ):
             backend = "aot_eager"  # torch compiles the first call under aot_eager
         graph = rec.backend_graph or kind == "backward"
         failed = rec.failed

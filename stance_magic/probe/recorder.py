@@ -1235,6 +1235,7 @@ class Recorder:
         act = self._act
         if is_frame_compile(rec):
             info.example_calls = _example_calls(rec)
+            info.stance = self._ef._stance.stance if self._ef is not None else None
             if act is not None:
                 if info.module is None and is_module_wrapper(rec):
                     info.module = inline_wrapped(sys._getframe(1), act.frame_id)

@@ -55,6 +55,8 @@ class RecordInfo:
     during_eager_call: bool = False
     #: calls eager_then_compile had seen of this frame when it compiled
     example_calls: int | None = None
+    #: the stance torch had when it compiled (the block's, or one its code set)
+    stance: str | None = None
     #: the frame whose lookup missed, for a record torch wrote without a
     #: code name (the one that hit the recompile limit)
     frame: tuple[str, str, int | None] | None = None
