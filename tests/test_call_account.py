@@ -89,3 +89,31 @@ def test_aot_eager_then_compile_set_by_the_cell_names_the_backend_torch_used(sh)
     assert sh.user_ns["cnt"].frame_count == 0  # torch's own backend compiled it
     (frame,) = [f for f in last(sh).frames if f.kind == "frame"]
     assert frame.backend == "aot_eager"
+
+
+@pytest.mark.parametrize("stance", ["fail_on_recompile", "default -u"])
+def test_a_refused_call_did_not_run_eagerly(sh, stance):
+    """fail_on_recompile, and skip_guard_eval_unsafe (-u), refuse a call that
+    needs a recompile: torch raises and the call runs nothing, so it is no
+    call that ran eagerly."""
+    _new_function(sh)
+    assert sh.run_cell("f(torch.ones(2))").success
+    res, _ = run(sh, f"%%stance {stance} -q\nf(torch.ones(3, 3))")
+    assert isinstance(res.error_in_exec, RuntimeError)
+    rep = last(sh)
+    if stance == "fail_on_recompile":
+        assert rep.refused_recompiles == 1
+    assert rep.call_parts is None or rep.call_parts.eager_calls == 0, rep.call_parts
+
+
+def test_a_call_made_while_handling_an_exception_still_counts(sh):
+    """A call made inside an ``except`` block that runs eagerly is an eager
+    call (the exception being handled is not its own)."""
+    _new_function(sh)
+    res, _ = run(
+        sh,
+        "%%stance force_eager -q\ntry:\n    raise KeyError\nexcept KeyError:\n"
+        "    for _ in range(3):\n        f(torch.ones(2))",
+    )
+    assert res.success, res.error_in_exec
+    assert last(sh).call_parts.eager_calls == 3

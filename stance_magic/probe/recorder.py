@@ -281,6 +281,7 @@ class _Activation:
         "consumed",
         "counted",
         "frame_id",
+        "handling",
         "hit",
         "key",
         "mark",
@@ -314,6 +315,9 @@ class _Activation:
         self.t_out = 0.0
         self.hit = False
         self.records = 0
+        #: the exception being handled where the call started (a call made
+        #: in an ``except`` block): another one at its end means it raised
+        self.handling: BaseException | None = None
         #: torch's profiler runs over this call (see LookupCalibration)
         self.calibrating = False
         #: CUDA events where its compiled code starts and returns
@@ -875,6 +879,7 @@ class Recorder:
         act.calibrating = calibrating
         act.before = before
         act.records = len(self._records)
+        act.handling = sys.exc_info()[1]
         act.t0 = self._clock()
         if eager and clock is not None:
             self._tail_act = act
@@ -898,6 +903,10 @@ class Recorder:
         if act.calibrating:
             return  # a profiled call is not a timed one: the profiler slows it
         key = act.target
+        if sys.exc_info()[1] is not act.handling:
+            # it raised (a recompile refused, a compile error that reached
+            # the caller): it ran neither compiled code nor eagerly
+            return
         if len(self._records) != act.records:
             # it compiled (after a miss, or into an empty cache, where torch
             # makes no lookup), then ran what it compiled: neither an eager
