@@ -141,17 +141,27 @@ def test_the_extrapolated_total_agrees_with_timing_every_lookup(sh, monkeypatch)
         assert s.sampled > 0 and f.sampled == 0 and f.timed == n
         return {
             "per lookup, sampled / every lookup timed": s.per_lookup_s / f.per_lookup_s,
-            "total, sampled / every lookup timed": s.seconds / f.seconds,
+            "sampled total": s.seconds,
+            "total of every lookup timed": f.seconds,
         }
+
+    def least_totals(rounds: list[dict[str, float]]) -> float:
+        # a total is a sum: a lookup preempted for milliseconds moves it (by
+        # the sampling factor when it falls among the timed ones), so the
+        # least disturbed round of each kind stands
+        return min(r["sampled total"] for r in rounds) / min(
+            r["total of every lookup timed"] for r in rounds
+        )
 
     agree(
         one_round,
         {
             "per lookup, sampled / every lookup timed": (1 / 2, 2),
-            "total, sampled / every lookup timed": (1 / 2, 2),
+            "least total, sampled / every lookup timed": (1 / 2, 2),
         },
         why="the same lookups, sampled or all timed; a lookup flips between ~2.8 and "
         "~4.8 us with the process's state, so 2x and not closer",
+        across={"least total, sampled / every lookup timed": least_totals},
         rounds=5,
         max_rounds=11,
     )

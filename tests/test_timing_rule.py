@@ -69,3 +69,27 @@ def test_a_round_without_a_bounded_figure_is_an_error_of_the_test():
         agree(rounds_of(1.0, name="other"), {"ratio": (0, 2)}, why="t", rounds=1)
     with pytest.raises(ValueError):
         agree(rounds_of(1.0), {"ratio": (0, 2)}, why="t", rounds=3, max_rounds=2)
+
+
+def test_a_figure_across_rounds_takes_more_rounds_until_it_holds():
+    """The ratio of least-disturbed totals: each round's totals, one of them
+    hit by a preemption now and then; the smallest of each decides."""
+    totals = iter([(10.0, 50.0), (30.0, 10.0), (11.0, 40.0), (10.5, 10.2), (40.0, 60.0)])
+
+    def measure():
+        s, f = next(totals)
+        return {"sampled total": s, "full total": f}
+
+    def least(rs):
+        return min(r["sampled total"] for r in rs) / min(r["full total"] for r in rs)
+
+    with pytest.warns(MoreRounds):
+        got = agree(
+            measure,
+            {"least sampled / least full": (1 / 2, 2)},
+            why="t",
+            across={"least sampled / least full": least},
+            max_rounds=5,
+        )
+    assert got.medians["least sampled / least full"] == 10.0 / 10.0
+    assert len(got.rounds) == 5  # the raw totals disagree: every round allowed
