@@ -425,8 +425,8 @@ class Recorder:
         self._armed = False
         self._log_on = False
         self._log_state: list[tuple[Any, int, bool, bool]] = []
-        #: torch's graph_breaks logger names, once read
-        self._log_names: list[str] | None = None
+        #: torch's logging module, then its graph_breaks loggers, once read
+        self._log_names: list[Any] | None = None
         #: the keys of torch's graph-break duplicate check when the window
         #: opened (None: the user's own log is on, or no such check)
         self._dup_seen: set[Any] | None = None
@@ -690,25 +690,19 @@ class Recorder:
         """
         if self._log_on:
             return
-        try:
-            from torch._logging._internal import log_registry, log_state
-        except ImportError:  # pragma: no cover - older torch: counters instead
-            return
-        names = self._log_names
-        if names is None:
-            names = self._log_names = [
-                q for q in log_registry.get_artifact_log_qnames() if q.endswith("__graph_breaks")
-            ]
-        if not names:  # pragma: no cover
+        loggers = self._log_names
+        if loggers is None:
+            loggers = self._log_names = _graph_break_loggers()
+        if not loggers:  # pragma: no cover - older torch: counters instead
             return
         if self._handler is None:
             self._handler = _BreakHandler(self)
-        enabled = getattr(log_state, "is_artifact_enabled", None)
+        # torch rebinds its log_state (set_logs, TORCH_LOGS): read it each time
+        enabled = getattr(loggers[0].log_state, "is_artifact_enabled", None)
         user_wants = bool(enabled("graph_breaks")) if enabled is not None else False
         handler = self._handler
         state = self._log_state = []
-        for qname in names:
-            lg = logging.getLogger(qname)
+        for lg in loggers[1:]:
             had = handler in lg.handlers
             state.append((lg, lg.level, lg.propagate, had))
             if not had:
@@ -1596,6 +1590,20 @@ def _target(targets: dict[Any, Target], obj: Any) -> Target:
         name, filename, line = describe_callable(obj)
         t = targets[key] = Target(name=name, filename=filename, line=line)
     return t
+
+
+def _graph_break_loggers() -> list[Any]:
+    """torch's logging module (``torch._logging._internal``), then each
+    ``graph_breaks`` artifact logger; [] where torch has none of them."""
+    try:
+        from torch._logging import _internal
+    except ImportError:  # pragma: no cover - older torch: counters instead
+        return []
+    qnames = _internal.log_registry.get_artifact_log_qnames()
+    names = [q for q in qnames if q.endswith("__graph_breaks")]
+    if not names:  # pragma: no cover
+        return []
+    return [_internal, *(logging.getLogger(q) for q in names)]
 
 
 def _set_level(lg: logging.Logger, level: int) -> None:
