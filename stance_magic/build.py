@@ -78,7 +78,8 @@ class Closed:
     window: probe.Window
     wall_s: float
     error: BaseException | None
-    #: perf_counter() when the block started
+    #: the engine's clock (``perf_counter()`` unless a test set another)
+    #: when the block started
     t0: float
     #: each lookup's seconds from the profiler (``profile_lookups``)
     profiled_lookups: list[float] | None = None

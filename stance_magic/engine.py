@@ -400,9 +400,9 @@ class Engine:
             self._recorder.use_clock(self.clock)
 
     def measure(self, spec: MeasureSpec | None = None) -> Measuring:
-        """Run a block under ``spec.stance`` (None: the session stance) and
-        measure it (see :class:`~stance_magic.spec.MeasureSpec`): a context
-        manager.
+        """Run a block under ``spec.stance`` (None: the session stance, and a
+        stance the block's own code sets stays after it) and measure it (see
+        :class:`~stance_magic.spec.MeasureSpec`): a context manager.
 
         It yields a :class:`~stance_magic.measurement.Measured`: the block's
         report once the block has ended, built whole, then published (the

@@ -27,7 +27,8 @@ def compile_cell(shell: Any, cell: str, number: int) -> Callable[[], Any]:
     __tracebackhide__ = True
     transformed = shell.transform_cell(cell) if _needs_transform(cell) else cell
     filename = shell.compile.cache(transformed, number, raw_code=cell)
-    key = (transformed, shell.compile.flags, _ends_with_semicolon(cell))
+    # IPython asks this of the transformed cell too (its input_hist_parsed)
+    key = (transformed, shell.compile.flags, _ends_with_semicolon(transformed))
     cached = None if shell.ast_transformers else _COMPILED.get(key)
     if cached is not None:
         # the same source compiled before, under another cell's file name
@@ -119,9 +120,9 @@ def _ends_with_semicolon(cell: str) -> bool:
     if check is not None:
         try:
             return bool(check(cell))
-        except tokenize.TokenError:
-            # an unclosed bracket: the parse that follows raises the
-            # SyntaxError a plain cell gives, with the user's line
+        except (tokenize.TokenError, SyntaxError):
+            # an unclosed bracket, a bad dedent: the parse that follows
+            # raises the SyntaxError a plain cell gives, with the user's line
             return False
     lines = [ln for ln in cell.rstrip().splitlines() if ln.strip()]  # pragma: no cover
     return bool(lines) and lines[-1].rstrip().endswith(";")

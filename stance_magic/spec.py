@@ -23,7 +23,8 @@ class MeasureSpec:
     ----------
     stance
         The stance the block runs under; None: the session stance, resolved
-        when the block starts.
+        when the block starts, and a stance the block's own code sets stays
+        after it (a named one is given back when the block ends).
     source, label
         The block's code (a cell's source) and a name for it in views.
     execution_count

@@ -4,6 +4,7 @@ propagation), its graph-break duplicate check, its configs and hooks."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import pytest
@@ -144,3 +145,32 @@ def test_the_graph_break_log_after_a_measured_block_is_the_one_without():
     bare = _user_stack_logged(measured=False)
     assert bare and not any("suppressed" in line for line in bare), bare
     assert _user_stack_logged(measured=True) == bare
+
+
+@pytest.mark.parametrize("turn_on", [True, False], ids=["set_logs-on", "set_logs-off"])
+def test_a_log_setting_made_inside_the_block_stays(turn_on):
+    """``torch._logging.set_logs`` called by the block's own code configures
+    the graph_breaks loggers anew: that stays after the block, as it would
+    unmeasured (only what the capture itself changed is put back)."""
+    f = _breaking()
+    if not turn_on:
+        torch._logging.set_logs(graph_breaks=True)
+    try:
+        bare = None
+        for measured in (False, True):
+            if not turn_on:
+                torch._logging.set_logs(graph_breaks=True)
+            else:
+                torch._logging.set_logs()
+            block = stance_magic.measure() if measured else contextlib.nullcontext()
+            with block:
+                torch._logging.set_logs(graph_breaks=turn_on)
+                f(torch.ones(3))
+            lg = logging.getLogger(GRAPH_BREAKS_LOGGER)
+            after = (lg.isEnabledFor(logging.DEBUG), lg.propagate)
+            if bare is None:
+                bare = after
+        assert after == bare
+        assert after[0] is turn_on
+    finally:
+        torch._logging.set_logs()

@@ -169,19 +169,24 @@ def test_restored_after_syntax_error(shell):
 
 @pytest.mark.parametrize(
     "body, line",
-    [("x = (1,\ny = 2", "x = (1,"), ("x = 1 +", "x = 1 +"), ("y = 1\nprint('a'", "print('a'")],
-    ids=["unclosed-parenthesis", "incomplete-expression", "unclosed-call"],
+    [
+        ("x = (1,\ny = 2", "x = (1,"),
+        ("x = 1 +", "x = 1 +"),
+        ("y = 1\nprint('a'", "print('a'"),
+        ("if 1:\n    a = 1\n  b = 2", "b = 2"),
+    ],
+    ids=["unclosed-parenthesis", "incomplete-expression", "unclosed-call", "bad-dedent"],
 )
 def test_a_syntax_error_is_the_one_a_plain_cell_gives(shell, body, line):
     """Whatever the error (an unclosed bracket used to raise
     tokenize.TokenError from the magic), a %%stance cell raises the
     SyntaxError a plain cell and %%time raise, naming the user's line."""
     plain = shell.run_cell(body).error_before_exec
-    assert isinstance(plain, SyntaxError) and plain.text.rstrip() == line
+    assert isinstance(plain, SyntaxError) and plain.text.strip() == line
     res, _ = run(shell, f"%%stance default -q\n{body}")
     err = res.error_in_exec
     assert type(err) is type(plain), repr(err)
-    assert (err.lineno, err.text.rstrip()) == (plain.lineno, line)
+    assert (err.lineno, err.text.strip()) == (plain.lineno, line)
     assert stance_magic.current_stance().name == "default"
 
 

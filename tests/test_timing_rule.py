@@ -8,7 +8,8 @@ import warnings
 
 import pytest
 
-from fakeclock import FakeClock
+from conftest import last, run
+from fakeclock import FakeClock, on_engine
 from timing import MoreRounds, agree
 
 
@@ -93,3 +94,27 @@ def test_a_figure_across_rounds_takes_more_rounds_until_it_holds():
         )
     assert got.medians["least sampled / least full"] == 10.0 / 10.0
     assert len(got.rounds) == 5  # the raw totals disagree: every round allowed
+
+
+def test_the_engine_clock_can_change_after_a_measured_block(sh, monkeypatch):
+    """A fake clock put on after the recorder measured blocks on the real one
+    is the one every reading comes from (the recorder's hooks are made again
+    with it): a still clock gives every part of every call 0, never a real
+    reading less a fake one."""
+    from stance_magic.probe import anatomy
+
+    # no bound from torch's profiler (its events are real seconds)
+    monkeypatch.setattr(anatomy, "CALIBRATION_TRIES", 0)
+    sh.run_cell("f = torch.compile(lambda x: x + 1, backend='eager')\nf(torch.ones(2))")
+    cell = "%%stance default -q\nclock.advance(0.25)\nfor _ in range(30):\n    f(torch.ones(2))"
+    sh.user_ns["clock"] = FakeClock()
+    run(sh, cell)  # on the real clock: the recorder's hooks are made
+    with on_engine(FakeClock(start=5000.0)) as clock:
+        sh.user_ns["clock"] = clock
+        res, _ = run(sh, cell)
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    assert rep.wall_s == 0.25
+    p = rep.call_parts
+    assert p is not None and p.calls > 0
+    assert (p.before_s or 0.0, p.call_s, p.lookup_s or 0.0) == (0.0, 0.0, 0.0), p

@@ -348,7 +348,8 @@ class Recorder:
 
     Graph breaks are read from torch's ``graph_breaks`` log artifact (the
     records ``TORCH_LOGS=graph_breaks`` prints), captured by a handler that
-    stays attached until :meth:`uninstall` and does nothing between windows.
+    is attached while the outermost window is open, and the loggers are put
+    back as they were when it closes.
 
     Windows nest and may close in any order; each sees what happened in its
     own thread between its start and stop.
@@ -413,6 +414,7 @@ class Recorder:
         "_shapes",
         "_tail_act",
         "_threads",
+        "_user_wanted",
         "_window_timed",
         "_wrappers",
     )
@@ -424,12 +426,16 @@ class Recorder:
         #: the hooks a lookup or a compile needs are in (see _arm)
         self._armed = False
         self._log_on = False
-        self._log_state: list[tuple[Any, int, bool, bool]] = []
-        #: torch's logging module, then its graph_breaks loggers, once read
+        #: per graph_breaks logger: it, its level and propagation as found,
+        #: whether our handler was on it, its level and propagation as left
+        self._log_state: list[tuple[Any, int, bool, bool, int, bool]] = []
+        #: torch's logging module, then its graph_breaks Logger objects, once read
         self._log_names: list[Any] | None = None
         #: the keys of torch's graph-break duplicate check when the window
         #: opened (None: the user's own log is on, or no such check)
         self._dup_seen: set[Any] | None = None
+        #: the user's graph_breaks log was on when the capture went on
+        self._user_wanted = False
         self._handler: Any = None
         self._prev_guard_hook: Any = None
         self._prev_testing_hook: Any = None
@@ -697,40 +703,66 @@ class Recorder:
             return
         if self._handler is None:
             self._handler = _BreakHandler(self)
-        # torch rebinds its log_state (set_logs, TORCH_LOGS): read it each time
-        enabled = getattr(loggers[0].log_state, "is_artifact_enabled", None)
-        user_wants = bool(enabled("graph_breaks")) if enabled is not None else False
+        # torch rebinds its log_state (set_logs, TORCH_LOGS): read each time
+        user_wants = self._user_log_on()
         handler = self._handler
         state = self._log_state = []
         for lg in loggers[1:]:
             had = handler in lg.handlers
-            state.append((lg, lg.level, lg.propagate, had))
+            level, propagate = lg.level, lg.propagate
             if not had:
                 lg.addHandler(handler)
             if not user_wants and lg.propagate:
                 lg.propagate = False
             if not lg.isEnabledFor(logging.DEBUG):
                 _set_level(lg, logging.DEBUG)
+            # as found, and as left: what the block's code changes stays
+            state.append((lg, level, propagate, had, lg.level, lg.propagate))
         checker = None if user_wants else _dup_checker()
         self._dup_seen = None if checker is None else set(checker.set)
+        self._user_wanted = user_wants
         self._log_on = True
 
     def _uninstall_log_capture(self) -> None:
+        """Put each graph_breaks logger back as it was found, where it is still
+        as the capture left it, and forget the breaks torch's duplicate check
+        noted meanwhile, unless the user's log is on now. Where the block's
+        code turned the user's log on or off (``torch._logging.set_logs``),
+        the loggers are left as torch configures them for that setting."""
         if not self._log_on:
             return
-        for lg, level, propagate, had in self._log_state:
+        state, self._log_state = self._log_state, []
+        seen, self._dup_seen = self._dup_seen, None
+        self._log_on = False
+        user_on = self._user_log_on()
+        configure = None
+        if user_on != self._user_wanted:
+            configure = getattr(self._log_names[0], "configure_artifact_log", None)  # type: ignore[index]
+        for lg, level, propagate, had, left_level, left_propagate in state:
             if not had:
                 lg.removeHandler(self._handler)
-            if lg.level != level:
+            if configure is not None:
+                # as torch's set_logs leaves an artifact logger
+                _set_level(lg, logging.NOTSET)
+                lg.propagate = True
+                configure(lg)
+                continue
+            if lg.level == left_level != level:
                 _set_level(lg, level)
-            lg.propagate = propagate
-        seen, self._dup_seen = self._dup_seen, None
-        checker = _dup_checker() if seen is not None else None
+            if lg.propagate == left_propagate:
+                lg.propagate = propagate
+        checker = _dup_checker() if seen is not None and not user_on else None
         if checker is not None:
-            for key in [k for k in checker.set if k not in seen]:
-                del checker.set[key]
-        self._log_state = []
-        self._log_on = False
+            for key in set(checker.set) - seen:
+                checker.set.pop(key, None)
+
+    def _user_log_on(self) -> bool:
+        """Whether the user's ``graph_breaks`` log is on (TORCH_LOGS, set_logs)."""
+        loggers = self._log_names
+        if not loggers:
+            return False
+        enabled = getattr(loggers[0].log_state, "is_artifact_enabled", None)
+        return bool(enabled("graph_breaks")) if enabled is not None else False
 
     def uninstall(self) -> None:
         """Close every window and take everything out of torch."""
@@ -801,6 +833,7 @@ class Recorder:
                             act.sampled = True
                         else:
                             act.sampled = False
+                            act.handling = sys.exc_info()[1]
                             act.t0 = rec._clock()
                         return result
                 compiled_call(callback, result, f, clock())
@@ -897,9 +930,12 @@ class Recorder:
         if act.calibrating:
             return  # a profiled call is not a timed one: the profiler slows it
         key = act.target
-        if sys.exc_info()[1] is not act.handling:
+        raised = sys.exc_info()[1] is not act.handling
+        act.handling = None  # no exception kept alive by a held activation
+        if raised:
             # it raised (a recompile refused, a compile error that reached
-            # the caller): it ran neither compiled code nor eagerly
+            # the caller, or the user's own code under a call that ran): its
+            # time is no part of a call that ran to its end
             return
         if len(self._records) != act.records:
             # it compiled (after a miss, or into an empty cache, where torch
@@ -958,6 +994,7 @@ class Recorder:
         """A torch.compile call ended (or the next began) without a lookup or a
         compile of its own frame: the function ran without compiled code."""
         self._act = None
+        act.handling = None
         if not act.consumed:
             self._events.append(("eager", (act.stance, act.target), 0.0, 0.0))
             # ended: a counted-only function's next call may reuse it
@@ -1345,7 +1382,11 @@ class Recorder:
             self._window_timed.clear()
             self._bounds.new_cell()
             self._install_log_capture()
-            self._install_hooks()
+            try:
+                self._install_hooks()
+            except BaseException:
+                self._uninstall_log_capture()
+                raise
         elif self._sentinel_gone():
             self._register_sentinel()
         ident = self._get_ident()
@@ -1530,6 +1571,7 @@ class Recorder:
         self._clock = clock
         self._resume._clock = clock
         self._bounds._clock = clock
+        self._hook_fns = None  # their closures hold the clock: made again
         if self._callclock is not None:
             self._callclock.uninstall()
             self._callclock = None  # made again, with this clock, by the next window
@@ -1609,12 +1651,14 @@ def _graph_break_loggers() -> list[Any]:
 def _set_level(lg: logging.Logger, level: int) -> None:
     """``lg.setLevel(level)`` clearing only ``lg``'s own cache (see
     Recorder._install_log_capture), where the logging module has one."""
-    lg.level = level
     cache = getattr(lg, "_cache", None)
-    if isinstance(cache, dict):
-        cache.clear()
-    elif cache is not None:  # pragma: no cover - a logging module unlike CPython's
+    lock = getattr(logging, "_lock", None)
+    if not isinstance(cache, dict) or lock is None:  # pragma: no cover - not CPython's
         lg.setLevel(level)
+        return
+    with lock:  # as setLevel: no isEnabledFor fills the cache in between
+        lg.level = level
+        cache.clear()
 
 
 def _dup_checker() -> Any:
