@@ -143,7 +143,9 @@ def test_the_graph_break_log_after_a_measured_block_is_the_one_without():
     break" after); breaks met while a block was measured do not count as
     logged for the user's later log."""
     bare = _user_stack_logged(measured=False)
-    assert bare and not any("suppressed" in line for line in bare), bare
+    # the first line is the user's stack (torch 2.8 logs the same break a
+    # second time in that compile, suppressed, as bare)
+    assert bare and bare[0].startswith("Graph break in user code"), bare
     assert _user_stack_logged(measured=True) == bare
 
 
