@@ -392,9 +392,10 @@ class Recorder:
         "_hooks_on",
         "_info",
         "_limits",
-        "_log_names",
+        "_log_loggers",
         "_log_on",
         "_log_state",
+        "_log_torch",
         "_marks",
         "_miss_list",
         "_misses",
@@ -429,8 +430,10 @@ class Recorder:
         #: per graph_breaks logger: it, its level and propagation as found,
         #: whether our handler was on it, its level and propagation as left
         self._log_state: list[tuple[Any, int, bool, bool, int, bool]] = []
-        #: torch's logging module, then its graph_breaks Logger objects, once read
-        self._log_names: list[Any] | None = None
+        #: torch's graph_breaks loggers, once read ([]: none in this torch), and
+        #: its logging module (its log_state says whether the user's log is on)
+        self._log_loggers: list[logging.Logger] | None = None
+        self._log_torch: Any = None
         #: the keys of torch's graph-break duplicate check when the window
         #: opened (None: the user's own log is on, or no such check)
         self._dup_seen: set[Any] | None = None
@@ -696,9 +699,10 @@ class Recorder:
         """
         if self._log_on:
             return
-        loggers = self._log_names
+        loggers = self._log_loggers
         if loggers is None:
-            loggers = self._log_names = _graph_break_loggers()
+            self._log_torch, loggers = _graph_break_loggers()
+            self._log_loggers = loggers
         if not loggers:  # pragma: no cover - older torch: counters instead
             return
         if self._handler is None:
@@ -707,7 +711,7 @@ class Recorder:
         user_wants = self._user_log_on()
         handler = self._handler
         state = self._log_state = []
-        for lg in loggers[1:]:
+        for lg in loggers:
             had = handler in lg.handlers
             level, propagate = lg.level, lg.propagate
             if not had:
@@ -737,7 +741,7 @@ class Recorder:
         user_on = self._user_log_on()
         configure = None
         if user_on != self._user_wanted:
-            configure = getattr(self._log_names[0], "configure_artifact_log", None)  # type: ignore[index]
+            configure = getattr(self._log_torch, "configure_artifact_log", None)
         for lg, level, propagate, had, left_level, left_propagate in state:
             if not had:
                 lg.removeHandler(self._handler)
@@ -758,10 +762,8 @@ class Recorder:
 
     def _user_log_on(self) -> bool:
         """Whether the user's ``graph_breaks`` log is on (TORCH_LOGS, set_logs)."""
-        loggers = self._log_names
-        if not loggers:
-            return False
-        enabled = getattr(loggers[0].log_state, "is_artifact_enabled", None)
+        state = getattr(self._log_torch, "log_state", None)
+        enabled = getattr(state, "is_artifact_enabled", None)
         return bool(enabled("graph_breaks")) if enabled is not None else False
 
     def uninstall(self) -> None:
@@ -1634,18 +1636,15 @@ def _target(targets: dict[Any, Target], obj: Any) -> Target:
     return t
 
 
-def _graph_break_loggers() -> list[Any]:
-    """torch's logging module (``torch._logging._internal``), then each
-    ``graph_breaks`` artifact logger; [] where torch has none of them."""
+def _graph_break_loggers() -> tuple[Any, list[logging.Logger]]:
+    """torch's logging module (``torch._logging._internal``) and each of its
+    ``graph_breaks`` artifact loggers; (None, []) where torch has none."""
     try:
         from torch._logging import _internal
     except ImportError:  # pragma: no cover - older torch: counters instead
-        return []
+        return None, []
     qnames = _internal.log_registry.get_artifact_log_qnames()
-    names = [q for q in qnames if q.endswith("__graph_breaks")]
-    if not names:  # pragma: no cover
-        return []
-    return [_internal, *(logging.getLogger(q) for q in names)]
+    return _internal, [logging.getLogger(q) for q in qnames if q.endswith("__graph_breaks")]
 
 
 def _set_level(lg: logging.Logger, level: int) -> None:
