@@ -29,6 +29,7 @@ from .report import (
     PHASES,
     Budget,
     CacheUse,
+    CallAccount,
     CallParts,
     CellReport,
     ColdCompile,
@@ -172,9 +173,11 @@ def build_report(
     misses = window.miss_events
     refused = [m for m in misses if m.outcome == probe.MISS_REFUSED]
     refused_guards = [g for m in refused for g in m.failures] or _refused_guards(error)
-    refused_n = len(refused)
+    calls = _account(window)
+    # a refusal from an empty cache has no miss (no lookup first)
+    refused_n = max(len(refused), sum(calls.refused.values()))
     if not refused_n and (refused_guards or (error_text and "fail_on_recompile" in error_text)):
-        refused_n = 1  # refused from an empty cache: no lookup first
+        refused_n = 1  # refused before any call was seen (no call in this torch's hooks)
     limits = _recompile_limits(window)
     lookups = _lookups(window, closed.profiled_lookups)
     frames, caches = compile_caches(frames, window, closed.cache_events, history, loaded)
@@ -198,6 +201,7 @@ def build_report(
         recompile_details=recompiles,
         graph_break_details=_break_costs(_group_breaks(window.graph_breaks), frames),
         compiled_calls=window.compiled_calls,
+        calls=calls,
         cache_hits=window.hits,
         cache_misses=window.misses + sum(rec.cold for rec in window.compiles if rec.kind),
         guard_count=sum(f.guard_count or 0 for f in fwd),
@@ -211,7 +215,7 @@ def build_report(
         recompile_budget=[_budget(b) for b in window.budgets],
         dynamic_shapes=_dynamic_shapes(window, frames),
         # the stance in force at each call (the block's, or one its code set)
-        eager_first_calls=window.eager_calls.get("eager_then_compile", 0),
+        eager_first_calls=calls.eager.get(probe.WHY_FIRST_CALL, 0),
         eager_calls=dict(window.eager_calls),
         compiles_during_eager_calls=(
             sum(1 for f in fwd if f.during_eager_call)
@@ -237,6 +241,30 @@ def build_report(
 _NO_LOOKUPS = Lookups(seconds=0.0)
 #: The CUDA graphs of a window that saw none (frozen, as above).
 _NO_CUDAGRAPHS = CudaGraphs()
+
+
+def _account(window: probe.Window) -> CallAccount:
+    """The window's calls by how each ended (see probe.Recorder._resolve)."""
+    by: dict[str, dict[str, int]] = {
+        probe.CALL_EAGER: {},
+        probe.CALL_REFUSED: {},
+        probe.CALL_FAILED: {},
+    }
+    cached = compiled = 0
+    for (outcome, why), n in window.calls.items():
+        if outcome == probe.CALL_CACHED:
+            cached += n
+        elif outcome == probe.CALL_COMPILED:
+            compiled += n
+        else:
+            by[outcome][why] = by[outcome].get(why, 0) + n
+    return CallAccount(
+        cached=cached,
+        compiled=compiled,
+        eager=by[probe.CALL_EAGER],
+        refused=by[probe.CALL_REFUSED],
+        failed=by[probe.CALL_FAILED],
+    )
 
 
 def _nothing_seen(window: probe.Window) -> bool:
@@ -977,7 +1005,8 @@ def _call_parts(t: probe.Target, share: float | None, lookup: float | None) -> C
         compiled_s=_median([p[2] for p in t.parts]),
         after_s=_median([p[3] for p in t.parts]),
         eager_s=_eager_call(t.eager_parts),
-        eager_calls=len(t.eager_parts),
+        # every call of it that ran eagerly (the timed ones' median stands for them)
+        eager_calls=t.eager_calls,
         lookup_bounded=share is not None,
         device_s=_median(t.device),
         device_calls=len(t.device),

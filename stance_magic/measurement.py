@@ -142,7 +142,7 @@ class Measurement:
         memory: list[probe.MemoryFigure] = []
         if self._profiler is not None:
             profiled, memory = self._profiler.stop()
-        window = self._recorder.stop(self._mark)
+        window = self._recorder.stop(self._mark, error)
         cudagraphs = self._cudagraphs.stop(self._cudagraph_mark)
         self._closed = Closed(
             spec=self.spec,

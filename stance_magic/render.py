@@ -245,10 +245,11 @@ def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
         )
         rows.append(("eager fallbacks", str(rep.eager_fallbacks), why))
     if rep.stance == "fail_on_recompile" or rep.refused_recompiles:
+        by = [w for w in rep.calls.refused if w != rep.stance]
+        if rep.stance == "default" and rep.skip_guard_eval_unsafe:
+            by = [w for w in by if w != "skip_guard_eval_unsafe"]
         why = (
-            []
-            if rep.stance == "fail_on_recompile"
-            else ["fail_on_recompile was in force at those calls (set inside the cell)"]
+            [f"{' and '.join(by)} was in force at those calls (set inside the cell)"] if by else []
         )
         rows.append(
             (
@@ -257,7 +258,7 @@ def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
                 why + [f"guard that failed: {g}" for g in rep.refused_guards],
             )
         )
-    rows.extend(_eager_rows(rep))
+    rows.extend(_call_rows(rep))
     c = rep.compare
     if c is not None and c.eager_peak_bytes is not None:
         rows.append(
@@ -712,9 +713,12 @@ def summary_line(rep: Any, session: Any = None) -> str:
         parts.append(_plural(rep.eager_fallbacks, "eager fallback"))
     if rep.refused_recompiles:
         parts.append(_plural(rep.refused_recompiles, "refused recompile"))
-    eager = sum(rep.eager_calls.values())
+    eager = sum(n for w, n in rep.calls.eager.items() if w not in ("eager_on_recompile",))
     if eager:
         parts.append(f"{_plural(eager, 'call')} run eagerly")
+    failed = sum(rep.calls.failed.values())
+    if failed:
+        parts.append(f"{_plural(failed, 'call')} raised")
     parts.append(_plural(rep.cache_hits, "cache hit"))
     for lim in rep.recompile_limits:
         parts.append(f"{lim.where.split(' (')[0]} at its recompile limit")
@@ -963,7 +967,8 @@ def _parts_value(p: Any) -> str:
             parts[-1] += " (host time)"
             parts.append(device_text(p))
     if p.eager_calls:
-        parts.append(f"{_plural(p.eager_calls, 'call')} ran eagerly: {fmt_s(p.eager_s)} each")
+        each = f": {fmt_s(p.eager_s)} each" if p.eager_s is not None else " (not timed)"
+        parts.append(f"{_plural(p.eager_calls, 'call')} ran eagerly{each}")
     return "; ".join(parts)
 
 
@@ -1006,9 +1011,8 @@ def _parts_details(rep: Any) -> list[str]:
                 f"the code's last kernel): {PACE[p.gpu_bound]}: {how}"
             )
         if p.eager_calls:
-            out.append(
-                f"{where}: {_plural(p.eager_calls, 'call')} ran eagerly, {fmt_s(p.eager_s)} each"
-            )
+            each = f", {fmt_s(p.eager_s)} each" if p.eager_s is not None else " (not timed)"
+            out.append(f"{where}: {_plural(p.eager_calls, 'call')} ran eagerly{each}")
     cp = rep.call_parts
     if cp is not None and cp.calls and cp.call_s:
         share = (cp.lookup_s or 0.0) / cp.call_s
@@ -1108,34 +1112,59 @@ def _lookup_details(lk: Any) -> list[str]:
     return out
 
 
-_EAGER_WHY = {
-    "force_eager": "force_eager: torch.compile ran the original code",
-    "eager_on_recompile": "eager_on_recompile with no compiled code to use: no lookup, no compile",
-    "default": "torch compiled nothing for them (their frames are in Dynamo's skip list)",
-    "fail_on_recompile": "torch compiled nothing for them (their frames are in Dynamo's skip list)",
+#: why calls ran eagerly, were refused or failed (the account's reasons)
+_CALL_WHY = {
+    ("eager", "first call"): "eager_then_compile runs a function's first call eagerly and "
+    "compiles from the second, with dynamic shapes inferred from the first calls",
+    ("eager", "force_eager"): "force_eager: torch.compile ran the original code",
+    ("eager", "eager_on_recompile"): "eager_on_recompile: run eagerly instead of recompiling",
+    ("eager", "eager_on_recompile, nothing cached"): "eager_on_recompile with no compiled code "
+    "to use: no lookup, no compile",
+    ("eager", "recompile limit"): "their frame is at torch's recompile limit",
+    ("eager", "compile failed"): "torch's compile failed and it ran the frame eagerly instead",
+    ("eager", "skipped"): "torch compiled nothing for them (their frames are in Dynamo's "
+    "skip list, or hold no tensor)",
+    ("refused", "fail_on_recompile"): "fail_on_recompile raised rather than recompile",
+    ("refused", "skip_guard_eval_unsafe"): "skip_guard_eval_unsafe raised: a recompile was "
+    "needed and the stance allows none",
+    ("failed", "compile error"): "torch's compile raised and the error reached the caller",
+    ("failed", "its code raised"): "the call raised (its own code, or an error torch passed on)",
 }
+_RAN = {"eager": "ran eagerly", "refused": "refused", "failed": "raised"}
 
 
-def _eager_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
-    rows: list[tuple[str, str, list[str]]] = []
-    if rep.eager_first_calls:
-        details = [
-            "eager_then_compile runs a function's first call eagerly and compiles from the "
-            "second, with dynamic shapes inferred from the first calls"
-        ]
-        if rep.compiles_during_eager_calls:
-            details.append(
-                f"meanwhile torch compiled {_plural(rep.compiles_during_eager_calls, 'frame')} "
-                "that the eager call reached a second time (nested frames count their own "
-                "calls: torch's behaviour)"
-            )
-        rows.append(("first calls run eagerly", _plural(rep.eager_first_calls, "call"), details))
-    for stance, n in rep.eager_calls.items():
-        if stance in ("eager_then_compile", "aot_eager_then_compile"):
-            continue
-        why = _EAGER_WHY.get(stance, stance)
-        rows.append(("calls run eagerly", _plural(n, "call"), [why]))
-    return rows
+def call_account_text(calls: Any) -> str:
+    """``5 calls: 1 compiled, then ran; 3 ran cached code; 1 ran eagerly``."""
+    parts = []
+    if calls.compiled:
+        parts.append(f"{calls.compiled} compiled, then ran")
+    if calls.cached:
+        parts.append(f"{calls.cached} ran cached code")
+    for outcome in ("eager", "refused", "failed"):
+        n = sum(getattr(calls, outcome).values())
+        if n:
+            parts.append(f"{n} {_RAN[outcome]}")
+    return f"{_plural(calls.total, 'call')}: {'; '.join(parts)}"
+
+
+def _call_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
+    """Every call of a compiled function by how it ended: one row, where some
+    call ran eagerly, was refused or failed."""
+    calls = rep.calls
+    if not calls.unusual:
+        return []
+    details = []
+    for outcome in ("eager", "refused", "failed"):
+        for why, n in getattr(calls, outcome).items():
+            text = f"{n} {_RAN[outcome]}: {_CALL_WHY.get((outcome, why), why)}"
+            details.append(text)
+            if why == "first call" and rep.compiles_during_eager_calls:
+                details.append(
+                    f"meanwhile torch compiled {_plural(rep.compiles_during_eager_calls, 'frame')} "
+                    "that the eager call reached a second time (nested frames count their own "
+                    "calls: torch's behaviour)"
+                )
+    return [("calls", call_account_text(calls), details)]
 
 
 def _cache_rows(rep: Any) -> list[tuple[str, str, list[str]]]:

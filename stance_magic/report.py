@@ -29,6 +29,7 @@ __all__ = [
     "PHASES",
     "Budget",
     "CacheUse",
+    "CallAccount",
     "CallParts",
     "CellReport",
     "Comparison",
@@ -660,6 +661,51 @@ class Gathered:
     mode: str = "summary"
 
 
+@dataclass(frozen=True)
+class CallAccount:
+    """Every call of a compiled function in the block, each counted once by
+    how it ended, as torch did it, under the stance in force at that call.
+
+    ``cached``: ran compiled code from the cache; ``compiled``: compiled (a
+    frame of it at least), then ran it; ``eager``: ran without compiled code,
+    by why (``"force_eager"``, ``"first call"`` (eager_then_compile),
+    ``"eager_on_recompile"`` (a miss run eagerly instead),
+    ``"eager_on_recompile, nothing cached"``, ``"recompile limit"``,
+    ``"compile failed"`` (torch fell back to eager), ``"skipped"`` (Dynamo
+    compiled nothing for the frame)); ``refused``: torch raised rather than
+    recompile, by the stance that refused (``"fail_on_recompile"``,
+    ``"skip_guard_eval_unsafe"``); ``failed``: raised, by why
+    (``"compile error"``, ``"its code raised"``). They add up to
+    :attr:`total`, the report's ``compiled_calls``.
+    """
+
+    cached: int = 0
+    compiled: int = 0
+    eager: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return (
+            self.cached
+            + self.compiled
+            + sum(self.eager.values())
+            + sum(self.refused.values())
+            + sum(self.failed.values())
+        )
+
+    @property
+    def ran_compiled(self) -> int:
+        """Calls that ran compiled code (cached or just compiled)."""
+        return self.cached + self.compiled
+
+    @property
+    def unusual(self) -> bool:
+        """Some call ran eagerly, was refused or failed."""
+        return bool(self.eager or self.refused or self.failed)
+
+
 @dataclass
 class CellReport:
     """What torch.compile did and cost in one measured cell.
@@ -701,6 +747,8 @@ class CellReport:
     graph_break_details: list[GraphBreak] = field(default_factory=list)
     #: calls into torch.compile'd functions and modules (under any stance)
     compiled_calls: int = 0
+    #: each of those calls by how it ended (they add up to compiled_calls)
+    calls: CallAccount = field(default_factory=CallAccount)
     cache_hits: int = 0
     cache_misses: int = 0
     #: guards torch built for the cell's compiles
@@ -909,6 +957,11 @@ class CellReport:
             "end_bytes": self.end_bytes,
             "memory_device": self.memory[0].device if self.memory else "",
             "compiled_calls": self.compiled_calls,
+            "calls_cached": self.calls.cached,
+            "calls_compiled": self.calls.compiled,
+            "calls_eager": sum(self.calls.eager.values()),
+            "calls_refused": sum(self.calls.refused.values()),
+            "calls_failed": sum(self.calls.failed.values()),
             "cache_hits": self.cache_hits,
             "cache_misses": self.cache_misses,
             "guard_count": self.guard_count,

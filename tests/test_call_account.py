@@ -117,3 +117,185 @@ def test_a_call_made_while_handling_an_exception_still_counts(sh):
     )
     assert res.success, res.error_in_exec
     assert last(sh).call_parts.eager_calls == 3
+
+
+# -- one account per call, against torch's own figures -----------------------
+
+#: The cell of each scenario: ``f`` is called with each size in turn; a call
+#: that raises is counted by the cell itself (an outside source), not stopped.
+LOOP = (
+    "raised = 0\n"
+    "for n in SIZES:\n"
+    "    try:\n"
+    "        f(torch.ones(n))\n"
+    "    except Exception:\n"
+    "        raised += 1\n"
+)
+
+
+def _bad_backend(gm, example_inputs):
+    raise ValueError("this backend fails")
+
+
+#: (id, the %%stance line's stance, what makes f, sizes warmed before the
+#: cell (under default), the cell's sizes, {outcome: {why: calls}} expected)
+SCENARIOS = [
+    (
+        "default",
+        "default",
+        "backend='aot_eager', dynamic=False",
+        (),
+        (2, 2, 3, 3, 4),
+        {"compiled": 3, "cached": 2},
+    ),
+    (
+        "eager_then_compile",
+        "eager_then_compile",
+        "backend='aot_eager', dynamic=False",
+        (),
+        (2, 2, 3, 3, 4),
+        {"eager": {"first call": 1}, "compiled": 3, "cached": 1},
+    ),
+    (
+        "aot_eager_then_compile",
+        "aot_eager_then_compile",
+        "backend='aot_eager', dynamic=False",
+        (),
+        (2, 2, 3, 3, 4),
+        {"compiled": 3, "cached": 2},
+    ),
+    (
+        "force_eager",
+        "force_eager",
+        "backend='aot_eager'",
+        (2,),
+        (2, 3),
+        {"eager": {"force_eager": 2}},
+    ),
+    (
+        "eager_on_recompile",
+        "eager_on_recompile",
+        "backend='aot_eager', dynamic=False",
+        (2,),
+        (2, 2, 3, 3),
+        {"cached": 2, "eager": {"eager_on_recompile": 2}},
+    ),
+    (
+        "nothing cached",
+        "eager_on_recompile",
+        "backend='aot_eager'",
+        (),
+        (2, 3),
+        {"eager": {"eager_on_recompile, nothing cached": 2}},
+    ),
+    (
+        "fail_on_recompile",
+        "fail_on_recompile",
+        "backend='aot_eager', dynamic=False",
+        (2,),
+        (2, 3, 4),
+        {"cached": 1, "refused": {"fail_on_recompile": 2}},
+    ),
+    (
+        "fail_on_recompile, empty cache",
+        "fail_on_recompile",
+        "backend='aot_eager'",
+        (),
+        (2,),
+        {"refused": {"fail_on_recompile": 1}},
+    ),
+    (
+        "skip_guard_eval_unsafe",
+        "default -u",
+        "backend='aot_eager', dynamic=False",
+        (2,),
+        (2, 2, 3, 4),
+        {"cached": 2, "refused": {"skip_guard_eval_unsafe": 2}},
+    ),
+    (
+        "recompile limit",
+        "default",
+        "backend='aot_eager', dynamic=False, recompile_limit=2",
+        (),
+        (2, 3, 4, 5),
+        {"compiled": 2, "eager": {"recompile limit": 2}},
+    ),
+    (
+        "compile error",
+        "default",
+        "backend=_bad_backend",
+        (),
+        (2, 2),
+        {"failed": {"compile error": 2}},
+    ),
+]
+
+
+def _outcomes_bare(sh, make: str, warm: tuple, sizes: tuple, stance: str) -> dict[str, int]:
+    """The calls bare, as torch's own sources tell: the profiler's compiled
+    regions (calls that ran compiled code), the successful frame records torch
+    wrote (CompilationMetrics) and the calls that raised."""
+    from torch._dynamo.utils import get_compilation_metrics
+
+    torch.compiler.reset()
+    exec(f"f = torch.compile(lambda x: (x.sin() + {next(_fresh)}).cos(), {make})", sh.user_ns)
+    for n in warm:
+        sh.user_ns["f"](torch.ones(n))
+    name, _, opt = stance.partition(" ")
+    seen = {id(r) for r in get_compilation_metrics()}
+    with torch.compiler.set_stance(name, skip_guard_eval_unsafe=opt == "-u"):
+        with profile(activities=[ProfilerActivity.CPU]) as p:
+            exec(LOOP.replace("SIZES", repr(sizes)), sh.user_ns)
+    regions = sum(1 for e in p.events() if e.name.startswith("Torch-Compiled Region"))
+    compiled = [
+        r for r in get_compilation_metrics() if id(r) not in seen and r.co_name and not r.fail_type
+    ]
+    return {"regions": regions, "compiles": len(compiled), "raised": sh.user_ns["raised"]}
+
+
+@pytest.mark.parametrize(
+    "stance, make, warm, sizes, expected",
+    [s[1:] for s in SCENARIOS],
+    ids=[s[0] for s in SCENARIOS],
+)
+def test_every_call_has_one_outcome_and_the_account_agrees_with_torch(
+    sh, stance, make, warm, sizes, expected
+):
+    """Each call of the cell ends in exactly one outcome (ran cached code;
+    compiled, then ran; ran eagerly, with why; refused; raised): they add up
+    to the calls made, the calls that ran compiled code are the profiler's
+    compiled regions of the same calls bare, those that compiled are the
+    frames torch compiled bare, those that raised raised bare; and the one
+    row that speaks of calls says the same."""
+    sh.user_ns["_bad_backend"] = _bad_backend
+    bare = _outcomes_bare(sh, make, warm, sizes, stance)
+    torch.compiler.reset()
+    _ = sh.run_cell(f"f = torch.compile(lambda x: (x.sin() + {next(_fresh)}).cos(), {make})")
+    for n in warm:
+        sh.user_ns["f"](torch.ones(n))
+    res, cap = run(sh, f"%%stance {stance}\n" + LOOP.replace("SIZES", repr(sizes)))
+    assert res.error_in_exec is None, res.error_in_exec
+    calls = last(sh).calls
+    assert sh.user_ns["raised"] == bare["raised"]
+    assert calls.total == len(sizes) == last(sh).compiled_calls, calls
+    assert calls.ran_compiled == bare["regions"], (calls, bare)
+    assert calls.compiled <= bare["compiles"], (calls, bare)
+    assert sum(calls.refused.values()) + sum(calls.failed.values()) == bare["raised"], calls
+    got = {
+        k: v
+        for k, v in {
+            "cached": calls.cached,
+            "compiled": calls.compiled,
+            "eager": calls.eager,
+            "refused": calls.refused,
+            "failed": calls.failed,
+        }.items()
+        if v
+    }
+    assert got == expected
+    text = "\n".join(o.data.get("text/plain", "") for o in cap.outputs) + cap.stdout
+    if calls.unusual:
+        word = "call" if len(sizes) == 1 else "calls"
+        assert f"calls                {len(sizes)} {word}:" in text, text
+    else:
+        assert "\n  calls " not in text, text

@@ -488,7 +488,8 @@ def test_eager_then_compile_counts_calls_not_frames(sh):
     rep = last(sh)
     assert rep.eager_first_calls == 1
     text = str(rep)
-    assert "first calls run eagerly  1 call" in text
+    assert "1 ran eagerly: eager_then_compile runs a function's first call eagerly" in text
+    assert rep.calls.total == rep.compiled_calls, rep.calls
     if rep.compiles_during_eager_calls:
         assert "nested frames" in text
     sh.run_cell("cnn = torch.compile(models.ResNet18(), backend='eager')")

@@ -320,6 +320,8 @@ def _counts(rep) -> dict:
         "calls": rep.compiled_calls,
         "eager_fallbacks": rep.eager_fallbacks,
         "eager_calls": rep.eager_calls,
+        # every call by how it ended: they add up to the calls made
+        "account": (rep.calls, rep.calls.total == rep.compiled_calls),
         "refused": rep.refused_recompiles,
         "breaks": rep.graph_break_count,
         "recompiles": [re.sub(r"^\d+/\d+: ", "", str(r)) for r in rep.recompiles],
@@ -351,6 +353,7 @@ def test_counted_only_calls_report_what_timing_every_call_reports(sh, monkeypatc
     assert sampled.lookups.sampled > sampled.lookups.calibrated > 0
     assert full.lookups.sampled == full.lookups.calibrated == sampled.lookups.calibrated
     assert _counts(sampled) == _counts(full)
+    assert sampled.calls.total == sampled.compiled_calls, sampled.calls
     # what each part of the cell did, by the stance in force and torch's records
     assert sampled.eager_calls == {"force_eager": 5} and sampled.eager_fallbacks == 3
     assert sampled.graph_break_count > 0 and sampled.lookups.untimed > 0
@@ -401,6 +404,7 @@ def test_functions_called_in_turn_keep_their_own_counted_only_lookups(sh, monkey
     reports = {every: measure(sh, monkeypatch, cell, every) for every in (False, True)}
     sampled, full = reports[False], reports[True]
     assert _counts(sampled) == _counts(full)
+    assert sampled.calls.total == sampled.compiled_calls, sampled.calls
     assert sampled.lookups.sampled > n
     eager = sum(1 for i in range(n) if i % 7 == 3)
     assert sampled.eager_calls == {"force_eager": 2 * eager}

@@ -86,7 +86,10 @@ class Target:
     seconds: float = 0.0
     untimed: int = 0
     misses: int = 0
+    #: its calls that ran eagerly (see calls)
     eager_calls: int = 0
+    #: its calls by how they ended: (CALL_ outcome, WHY_ reason) -> calls
+    calls: dict[tuple[str, str], int] = field(default_factory=dict)
     #: lookups of the function's own calls counted but not timed: after the
     #: first :data:`SAMPLE_FIRST`, only 1 in :data:`SAMPLE_EVERY` is timed
     sampled: int = 0
@@ -130,6 +133,28 @@ MISS_EAGER = "eager"  # eager_on_recompile was in force: ran eagerly
 MISS_REFUSED = "refused"  # fail_on_recompile was in force: raised
 MISS_NONE = "none"  # nothing compiled and no stance explains it
 
+#: How a call of a compiled function ended: exactly one of these per call
+#: (see Recorder._resolve), each with why (the WHY_ names).
+CALL_CACHED = "cached"  # ran compiled code found in the cache
+CALL_COMPILED = "compiled"  # compiled (a frame of it at least), then ran it
+CALL_EAGER = "eager"  # ran without compiled code
+CALL_REFUSED = "refused"  # torch refused the recompile it needed: raised
+CALL_FAILED = "failed"  # raised: a compile error, or its own code
+CALL_OUTCOMES = (CALL_CACHED, CALL_COMPILED, CALL_EAGER, CALL_REFUSED, CALL_FAILED)
+WHY_FORCE_EAGER = "force_eager"
+WHY_FIRST_CALL = "first call"  # eager_then_compile's first call of a function
+WHY_EAGER_ON_RECOMPILE = "eager_on_recompile"  # a miss, run eagerly instead
+WHY_NOTHING_CACHED = "eager_on_recompile, nothing cached"
+WHY_LIMIT = "recompile limit"
+WHY_COMPILE_FAILED = "compile failed"  # torch fell back to eager (suppress_errors)
+WHY_SKIPPED = "skipped"  # torch compiled nothing: Dynamo skipped the frame
+WHY_FAIL_ON_RECOMPILE = "fail_on_recompile"
+WHY_UNSAFE = "skip_guard_eval_unsafe"
+WHY_COMPILE_ERROR = "compile error"
+WHY_OWN_ERROR = "its code raised"
+#: eager calls with no miss of their own (Window.eager_calls)
+_NO_MISS_EAGER = frozenset({WHY_FORCE_EAGER, WHY_FIRST_CALL, WHY_NOTHING_CACHED, WHY_SKIPPED})
+
 
 @dataclass
 class MissEvent:
@@ -139,6 +164,8 @@ class MissEvent:
     key: Any = field(repr=False)
     stance: str
     outcome: str = MISS_NONE
+    #: skip_guard_eval_unsafe was in force (torch raises rather than recompile)
+    unsafe: bool = False
     #: every cache entry's failed guard (torch's text), when torch listed them
     failures: list[str] = field(default_factory=list)
     limit: LimitHit | None = None
@@ -162,8 +189,13 @@ class Window:
     graph_breaks: list[GraphBreakEvent] = field(default_factory=list)
     #: compiled functions looked up or called, in order of first use
     targets: list[Target] = field(default_factory=list)
-    #: torch.compile calls that ran their function without a lookup, by stance
+    #: torch.compile calls that ran eagerly without a miss of their own
+    #: (force_eager, eager_then_compile's first call, nothing cached under
+    #: eager_on_recompile, a frame Dynamo skipped), by the stance in force
     eager_calls: dict[str, int] = field(default_factory=dict)
+    #: every torch.compile call of the window by how it ended: (CALL_ outcome,
+    #: WHY_ reason or "") -> calls; they add up to :attr:`compiled_calls`
+    calls: dict[tuple[str, str], int] = field(default_factory=dict)
     #: torch.compiler.reset() ran inside the window
     reset_seen: bool = False
     #: seconds the recorder's own use of torch's profiler took inside the
@@ -285,9 +317,11 @@ class _Activation:
         "hit",
         "key",
         "mark",
-        "records",
+        "miss",
+        "outcome",
         "sampled",
         "stance",
+        "start_records",
         "t0",
         "t_lookup",
         "t_out",
@@ -314,7 +348,12 @@ class _Activation:
         self.t_lookup: float | None = None
         self.t_out = 0.0
         self.hit = False
-        self.records = 0
+        #: how it ended (a CALL_ outcome), once resolved
+        self.outcome: str | None = None
+        #: the records written before it started, and its own miss (if any):
+        #: how it ended follows from them (see Recorder._resolve)
+        self.start_records = 0
+        self.miss: MissEvent | None = None
         #: the exception being handled where the call started (a call made
         #: in an ``except`` block): another one at its end means it raised
         self.handling: BaseException | None = None
@@ -400,6 +439,7 @@ class Recorder:
         "_miss_list",
         "_misses",
         "_module_by_id",
+        "_open",
         "_orig_cfs",
         "_orig_chromium",
         "_patches",
@@ -501,6 +541,8 @@ class Recorder:
         #: (kind, key, seconds, clock at the end) lookup and eager-call events
         self._events: list[tuple[str, Any, float, float]] = []
         self._act: _Activation | None = None
+        #: the call whose outcome is not known yet (see _resolve)
+        self._open: _Activation | None = None
         #: torch.compile's callback -> the function it compiles (see _fn_of)
         self._fns: dict[Any, Any] = {}
         self._module_by_id: dict[str, tuple[str, str, int | None]] = {}
@@ -817,6 +859,8 @@ class Recorder:
                         # the activation reused, nothing allocated: only
                         # counted, or 1 in SAMPLE_EVERY a spot check (timed)
                         rec._calls += 1
+                        if rec._open is not None:
+                            rec._resolve(rec._open, None)
                         prev = rec._act
                         if prev is not act and prev is not None and not prev.consumed:
                             rec._end_activation(prev)
@@ -873,6 +917,8 @@ class Recorder:
         returned) that is not only counted: it starts an activation whose
         lookup is timed from now."""
         self._calls += 1
+        if self._open is not None:
+            self._resolve(self._open, None)
         prev = self._act
         if prev is not None and not prev.consumed:
             self._end_activation(prev)
@@ -907,12 +953,18 @@ class Recorder:
                 calibrating = bounds.start(fn, self._hits + self._misses)
         act.calibrating = calibrating
         act.before = before
-        act.records = len(self._records)
+        act.start_records = len(self._records)
+        self._open = act
         act.handling = sys.exc_info()[1]
-        act.t0 = self._clock()
-        if eager and clock is not None:
+        if clock is not None:
+            # its end, whatever it does: the parts of a call that ran
+            # eagerly, and for every call whether it raised (see _resolve);
+            # a timed lookup tails it again from the lookup. Before the
+            # call's start is read: the clock's first tail measures its own
+            # cost once (see CallClock._pass_cost), no part of this call
             self._tail_act = act
             clock.tail(act.frame_id, self._call_done)
+        act.t0 = self._clock()
 
     def _mark_back(self) -> None:
         """The compiled code of the timed call returned: mark the stream."""
@@ -929,25 +981,23 @@ class Recorder:
         if act is None:
             return
         mark, act.mark = act.mark, None
-        if act.calibrating:
-            return  # a profiled call is not a timed one: the profiler slows it
         key = act.target
         raised = sys.exc_info()[1] is not act.handling
         act.handling = None  # no exception kept alive by a held activation
-        if raised:
-            # it raised (a recompile refused, a compile error that reached
-            # the caller, or the user's own code under a call that ran): its
-            # time is no part of a call that ran to its end
+        outcome = self._resolve(act, raised) if self._open is act else act.outcome
+        if act.calibrating or raised:
+            # profiled (the profiler slows it), or it raised (a recompile
+            # refused, a compile error that reached the caller, or the
+            # user's own code): no part of a call that ran to its end
             return
-        if len(self._records) != act.records:
-            # it compiled (after a miss, or into an empty cache, where torch
-            # makes no lookup), then ran what it compiled: neither an eager
-            # call nor a steady one; the compile is the report's
-            return
-        if act.t_lookup is None or not act.hit:
-            # ran without a lookup (force_eager, ...), or a miss that compiled
-            # nothing: it ran eagerly
+        if outcome == CALL_EAGER:
+            # ran without compiled code (force_eager, ..., a miss that
+            # compiled nothing)
             self._events.append(("eager_parts", (key, act.before), end - act.t0 - own - inner, end))
+            return
+        if outcome != CALL_CACHED or act.t_lookup is None or not act.hit:
+            # it compiled, then ran what it compiled: neither an eager call
+            # nor a steady one; the compile is the report's
             return
         compiled = max(back - act.t_out - inner, 0.0)
         parts = (act.before, act.t_lookup - act.t0, compiled, end - back - own)
@@ -996,11 +1046,87 @@ class Recorder:
         """A torch.compile call ended (or the next began) without a lookup or a
         compile of its own frame: the function ran without compiled code."""
         self._act = None
-        act.handling = None
         if not act.consumed:
-            self._events.append(("eager", (act.stance, act.target), 0.0, 0.0))
+            if self._open is act:
+                self._resolve(act, None)
+            elif act.counted is not None:
+                # a counted-only call, reused without a word (see _make_hooks),
+                # that made no lookup and compiled nothing of its own
+                act.hit, act.miss, act.start_records = False, None, len(self._records)
+                self._resolve(act, None)
+            # (else its end was seen, and resolved it)
             # ended: a counted-only function's next call may reuse it
             act.consumed = True
+        act.handling = None
+
+    def _resolve(self, act: _Activation, raised: bool | None) -> str:
+        """How the call ``act`` ended, decided once, as one ``call`` event
+        (a CALL_ outcome and why): from its lookup (a hit, its own miss and
+        what torch did after it), the frame records written since it started
+        and, where its end was seen, whether it raised (``raised`` None: not
+        seen; what torch did decides)."""
+        if self._open is act:
+            self._open = None
+        miss = act.miss
+        if miss is not None and miss is self._pending:
+            self._settle_miss()
+        info = self._info
+        ran_compiled = failed_compile = False
+        for rec in self._records[act.start_records :]:
+            if not is_frame_compile(rec):
+                continue
+            ri = info.get(id(rec))
+            if ri is not None and ri.during_eager_call:
+                continue  # a nested frame compiled while this call ran eagerly
+            if getattr(rec, "fail_type", None):
+                failed_compile = True
+            else:
+                ran_compiled = True
+        stance = act.stance
+        outcome, why = CALL_EAGER, WHY_SKIPPED
+        if miss is not None and miss.outcome == MISS_REFUSED:
+            outcome, why = CALL_REFUSED, WHY_UNSAFE if miss.unsafe else WHY_FAIL_ON_RECOMPILE
+        elif miss is not None and miss.outcome == MISS_LIMIT and not ran_compiled:
+            outcome, why = (CALL_FAILED, WHY_OWN_ERROR) if raised else (CALL_EAGER, WHY_LIMIT)
+        elif raised:
+            outcome, why = CALL_FAILED, WHY_OWN_ERROR
+            if failed_compile and not ran_compiled:
+                why = WHY_COMPILE_ERROR
+            elif not ran_compiled and miss is not None and miss.unsafe:
+                outcome, why = CALL_REFUSED, WHY_UNSAFE
+                miss.outcome = MISS_REFUSED
+            elif (
+                not ran_compiled and not act.hit and miss is None and stance == "fail_on_recompile"
+            ):
+                # fail_on_recompile raises on an empty cache too (no lookup)
+                outcome, why = CALL_REFUSED, WHY_FAIL_ON_RECOMPILE
+        elif ran_compiled:
+            outcome, why = CALL_COMPILED, ""
+        elif failed_compile:
+            why = WHY_COMPILE_FAILED  # torch ran it eagerly (suppress_errors)
+        elif act.hit:
+            outcome, why = CALL_CACHED, ""
+        elif miss is not None:
+            if miss.outcome == MISS_EAGER:
+                why = WHY_EAGER_ON_RECOMPILE
+            elif miss.unsafe:
+                # torch raises a recompile under skip_guard_eval_unsafe
+                outcome, why = CALL_REFUSED, WHY_UNSAFE
+                miss.outcome = MISS_REFUSED
+        elif stance == "force_eager":
+            why = WHY_FORCE_EAGER
+        elif stance == "eager_then_compile":
+            why = WHY_FIRST_CALL
+        elif stance == "eager_on_recompile":
+            why = WHY_NOTHING_CACHED
+        elif stance == "fail_on_recompile":
+            # its end unseen: fail_on_recompile refuses an empty cache's
+            # compile of a frame with tensors (the common case) by raising
+            outcome, why = CALL_REFUSED, WHY_FAIL_ON_RECOMPILE
+        act.outcome = outcome
+        fn = act.target if act.target is not None else self._fns.get(act.key)
+        self._events.append(("call", (fn, outcome, why, stance), 0.0, 0.0))
+        return outcome
 
     def _lookup(self, cache_hit: bool, caller: Any) -> None:
         """A cache lookup that is not a counted-only hit (``caller``: the
@@ -1025,6 +1151,12 @@ class Recorder:
                 # the lookup of the very function a torch.compile call handed
                 # to Dynamo: timed from that moment to now
                 act.consumed = True
+                if self._open is not act:  # a counted-only call, reused
+                    act.start_records = len(self._records)
+                    act.outcome = None
+                    self._open = act
+                act.hit = cache_hit
+                act.miss = None
                 key = act.target = self._fn_of(act.key, owner)
                 if act.sampled:  # a counted-only call that missed: counted, not timed
                     act.sampled = False
@@ -1061,9 +1193,15 @@ class Recorder:
                     self._events.append(("untimed", (key, cache_hit), 0.0, t))
             if not cache_hit:
                 stance = act.stance if act is not None else self._ef._stance.stance
-                self._pending = MissEvent(key, stance)
+                unsafe = bool(self._ef._stance.skip_guard_eval_unsafe)
+                self._pending = miss = MissEvent(key, stance, unsafe=unsafe)
                 self._pending_code = None
-                self._miss_list.append(self._pending)
+                self._miss_list.append(miss)
+                if owner is not None:
+                    act.miss = miss  # type: ignore[union-attr]
+            elif owner is not None and self._tail_act is not act:
+                # a hit whose end no clock will see: it ran its cached code
+                self._resolve(act, None)  # type: ignore[arg-type]
 
     def _timed(self, act: _Activation, sampling: _Sampling, key: Any, hit: bool, t: float) -> None:
         """A timed lookup of ``act``'s own function, ended at ``t``; the rest
@@ -1074,7 +1212,7 @@ class Recorder:
         self._events.append((kind, (key, hit), t - act.t0, t))
         clock = self._callclock
         if clock is not None:
-            act.t_lookup, act.hit, act.records = t, hit, len(self._records)
+            act.t_lookup, act.hit = t, hit
             self._tail_act = act
             # where CUDA is in use, the GPU's stream is marked where the
             # compiled code starts and where it returns (outside its part)
@@ -1287,6 +1425,10 @@ class Recorder:
                     # a cold compile of the called frame itself (no lookup
                     # before it: the cache was empty)
                     act.consumed = True
+                    if self._open is not act:  # a counted-only call, reused
+                        act.hit, act.miss, act.outcome = False, None, None
+                        act.start_records = len(self._records) - 1  # this record's
+                        self._open = act
                     if act.target is None:
                         act.target = self._fn_of(act.key, owner)
                     self._learn_code(act.target, info.code)
@@ -1411,12 +1553,16 @@ class Recorder:
         self._marks.append(mark)
         return mark
 
-    def stop(self, mark: _Mark) -> Window:
-        """Close the window opened with ``mark`` and return what it saw."""
+    def stop(self, mark: _Mark, error: BaseException | None = None) -> Window:
+        """Close the window opened with ``mark`` and return what it saw
+        (``error``: what the block raised, if it did: the last call, where
+        its end was not seen, is taken to have raised it)."""
         if mark.closed or mark not in self._marks:
             return Window()
         if self._pending is not None:
             self._settle_miss()
+        if self._open is not None and mark is self._marks[0]:
+            self._resolve(self._open, True if error is not None else None)
         if self._act is not None and mark is self._marks[0]:
             self._end_activation(self._act)
         if mark is self._marks[0] and self._bounds.on:
@@ -1487,11 +1633,17 @@ class Recorder:
                 if not hit:
                     t.misses += 1
                 continue
-            if kind == "eager":
-                stance, fn = key
-                window.eager_calls[stance] = window.eager_calls.get(stance, 0) + 1
-                t = _target(targets, fn)
-                t.eager_calls += 1
+            if kind == "call":
+                fn, outcome, why, stance = key
+                k = (outcome, why)
+                window.calls[k] = window.calls.get(k, 0) + 1
+                if outcome == CALL_EAGER and why in _NO_MISS_EAGER:
+                    window.eager_calls[stance] = window.eager_calls.get(stance, 0) + 1
+                if fn is not None:
+                    t = _target(targets, fn)
+                    t.calls[k] = t.calls.get(k, 0) + 1
+                    if outcome == CALL_EAGER:
+                        t.eager_calls += 1
                 continue
             if kind == "parts":
                 obj, parts = key
@@ -1528,13 +1680,17 @@ class Recorder:
             window.lookup_times.append((at, seconds, bool(hit), kind != "untimed", t.name))
             if not hit:
                 t.misses += 1
+        cached = (CALL_CACHED, "")
         for sampling in self._counted.values():
             # counted-only hits: a count per function, not an event each
             n = sampling.hits - mark.sampled.get(sampling, 0)
             if n:
                 if sampling.key not in keys:
                     keys.append(sampling.key)
-                _target(targets, sampling.key).sampled += n
+                t = _target(targets, sampling.key)
+                t.sampled += n
+                t.calls[cached] = t.calls.get(cached, 0) + n
+                window.calls[cached] = window.calls.get(cached, 0) + n
         for obj in keys:
             self._lookup_bound(obj, _target(targets, obj))
         window.targets = list(targets.values())
