@@ -43,6 +43,7 @@ from .report import (
     Gathered,
     GraphBreak,
     GuardFailure,
+    LoadedFunction,
     Lookups,
     LookupTarget,
     Recompile,
@@ -175,7 +176,9 @@ def build_report(
     refused_guards = [g for m in refused for g in m.failures] or _refused_guards(error)
     calls = _account(window)
     # a refusal from an empty cache has no miss (no lookup first)
-    refused_n = max(len(refused), sum(calls.refused.values()))
+    # (an aot-compiled function's failed guard check is no recompile refused)
+    stance_refusals = sum(n for why, n in calls.refused.items() if why != probe.WHY_AOT_GUARDS)
+    refused_n = max(len(refused), stance_refusals)
     if not refused_n and (refused_guards or (error_text and "fail_on_recompile" in error_text)):
         refused_n = 1  # refused before any call was seen (no call in this torch's hooks)
     limits = _recompile_limits(window)
@@ -202,6 +205,17 @@ def build_report(
         graph_break_details=_break_costs(_group_breaks(window.graph_breaks), frames),
         compiled_calls=window.compiled_calls,
         calls=calls,
+        loaded_functions=[
+            LoadedFunction(
+                name=x.name,
+                filename=x.filename,
+                line=x.line,
+                seconds=x.seconds,
+                error=x.error,
+                file=_file(x.filename),
+            )
+            for x in window.aot_loads
+        ],
         cache_hits=window.hits,
         cache_misses=window.misses + sum(rec.cold for rec in window.compiles if rec.kind),
         guard_count=sum(f.guard_count or 0 for f in fwd),
@@ -279,6 +293,7 @@ def _nothing_seen(window: probe.Window) -> bool:
         or window.miss_events
         or window.graph_breaks
         or window.eager_calls
+        or window.aot_loads
         or window.budgets
         or window.reset_seen
     )
@@ -328,7 +343,7 @@ def _frames(window: probe.Window, stance: str, error: BaseException | None) -> l
             graph = graph and not exception
         # the exception torch unwound while writing the record is the cell's
         # (its type may differ from fail_type: see probe.reached_cell)
-        raised = failed is not None and probe.reached_cell(info, error)
+        raised = failed is not None and (info.reached_caller or probe.reached_cell(info, error))
         frames.append(
             FrameCompile(
                 compile_id=rec.compile_id,
@@ -345,6 +360,7 @@ def _frames(window: probe.Window, stance: str, error: BaseException | None) -> l
                 graph=graph,
                 during_eager_call=info.during_eager_call,
                 raised=raised,
+                aot=info.aot is not None,
                 file=_file(filename),
             )
         )

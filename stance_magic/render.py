@@ -188,10 +188,18 @@ def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
         wall += "  (CUDA synchronized at its start and end: the GPU's work is in it)"
     rows.append(("wall time", wall, []))
     comp = fmt_s(rep.compile_s)
-    if rep.compile_s:
-        comp += f"  ({_breakdown(rep)})"
+    breakdown = _breakdown(rep) if rep.compile_s else ""
+    if breakdown:
+        comp += f"  ({breakdown})"
     rows.append(("compile time", comp, _kernel_lines(rep)))
-    rows.append(("compiles", _compiles_value(rep), [_frame_line(rep, f) for f in rep.frames]))
+    rows.append(
+        (
+            "compiles",
+            _compiles_value(rep),
+            [_frame_line(rep, f) for f in rep.frames]
+            + [_load_line(x) for x in rep.loaded_functions],
+        )
+    )
     rows.extend(_cache_rows(rep))
     rows.append(("recompiles", str(len(rep.recompiles)), _recompile_lines(rep)))
     for lim in rep.recompile_limits:
@@ -245,7 +253,7 @@ def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
         )
         rows.append(("eager fallbacks", str(rep.eager_fallbacks), why))
     if rep.stance == "fail_on_recompile" or rep.refused_recompiles:
-        by = [w for w in rep.calls.refused if w != rep.stance]
+        by = [w for w in rep.calls.refused if w not in (rep.stance, "aot_compile's guards")]
         if rep.stance == "default" and rep.skip_guard_eval_unsafe:
             by = [w for w in by if w != "skip_guard_eval_unsafe"]
         why = (
@@ -836,6 +844,16 @@ def _compiles_value(rep: Any) -> str:
         text += f"; {raised} FAILED"
     if eager:
         text += f"; {eager} not compiled (torch ran {'it' if eager == 1 else 'them'} eagerly)"
+    if rep.loaded_functions:
+        n = len(rep.loaded_functions)
+        text += f"; {_plural(n, 'compiled function')} loaded (no tracing)"
+    return text
+
+
+def _load_line(x: Any) -> str:
+    text = f"{x.where}: loaded with torch.compiler.load_compiled_function, {fmt_s(x.seconds)}"
+    if x.error:
+        text += f" [FAILED, {x.error}]"
     return text
 
 
@@ -846,6 +864,8 @@ def _frame_line(rep: Any, f: Any) -> str:
         tags.append("no graph: nothing for a backend to compile")
     elif f.backend and len({g.backend for g in rep.frames if g.backend}) > 1:
         tags.append(f"backend {f.backend}")
+    if f.aot:
+        tags.append("aot_compile: ahead of any call")
     if f.during_eager_call:
         tags.append("during the eager first call")
     if f.failed:
@@ -1127,6 +1147,8 @@ _CALL_WHY = {
     ("refused", "fail_on_recompile"): "fail_on_recompile raised rather than recompile",
     ("refused", "skip_guard_eval_unsafe"): "skip_guard_eval_unsafe raised: a recompile was "
     "needed and the stance allows none",
+    ("refused", "aot_compile's guards"): "an aot-compiled function's own guard check failed: "
+    "it cannot recompile, and torch raised",
     ("failed", "compile error"): "torch's compile raised and the error reached the caller",
     ("failed", "its code raised"): "the call raised (its own code, or an error torch passed on)",
 }

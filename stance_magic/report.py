@@ -42,6 +42,7 @@ __all__ = [
     "Gathered",
     "GraphBreak",
     "GuardFailure",
+    "LoadedFunction",
     "LookupTarget",
     "Lookups",
     "Recompile",
@@ -105,6 +106,9 @@ class FrameCompile:
     during_eager_call: bool = False
     #: the failure reached the cell as its error (else torch ran the frame eagerly)
     raised: bool = False
+    #: compiled ahead of time: ``torch.compile(fn, fullgraph=True).aot_compile(...)``
+    #: (no call ran it; its time is torch's span over the records it wrote)
+    aot: bool = False
     #: the compile caches this compile consulted (AOTAutograd's, Inductor's
     #: FX graph cache): hits and misses as torch's record counts them
     caches: list[CacheUse] = field(default_factory=list)
@@ -662,6 +666,29 @@ class Gathered:
 
 
 @dataclass(frozen=True)
+class LoadedFunction:
+    """A compiled function read back with ``torch.compiler.load_compiled_function``
+    (saved from an ``aot_compile``): no tracing, no compile record; ``seconds``
+    is the load, timed around torch's function."""
+
+    name: str
+    filename: str = ""
+    line: int | None = None
+    seconds: float = 0.0
+    #: what the load raised (``Type: message``), if it failed
+    error: str | None = None
+    #: the file as a reader knows it (``In [3]``, ``site-packages/…``)
+    file: str = ""
+
+    @property
+    def where(self) -> str:
+        loc = self.file or self.filename or "?"
+        if not self.line:
+            return f"{self.name} ({loc})"
+        return f"{self.name} ({place(loc, self.line)})"
+
+
+@dataclass(frozen=True)
 class CallAccount:
     """Every call of a compiled function in the block, each counted once by
     how it ended, as torch did it, under the stance in force at that call.
@@ -749,6 +776,8 @@ class CellReport:
     compiled_calls: int = 0
     #: each of those calls by how it ended (they add up to compiled_calls)
     calls: CallAccount = field(default_factory=CallAccount)
+    #: compiled functions loaded with torch.compiler.load_compiled_function
+    loaded_functions: list[LoadedFunction] = field(default_factory=list)
     cache_hits: int = 0
     cache_misses: int = 0
     #: guards torch built for the cell's compiles

@@ -52,6 +52,7 @@ from .records import (
     is_frame_compile,
     is_module_wrapper,
     mark_unwinding,
+    reached_cell,
     read_record,
     recompile_limit_name,
 )
@@ -152,6 +153,16 @@ WHY_FAIL_ON_RECOMPILE = "fail_on_recompile"
 WHY_UNSAFE = "skip_guard_eval_unsafe"
 WHY_COMPILE_ERROR = "compile error"
 WHY_OWN_ERROR = "its code raised"
+WHY_AOT = "aot_compile"  # an aot-compiled function's own compiled code
+WHY_AOT_GUARDS = "aot_compile's guards"  # its guard check failed: it raised
+#: torch's module and functions for aot_compile (2.9+)
+_AOT_MODULE = "torch._dynamo.aot_compile"
+_AOT_FN = "aot_compile_fullgraph"
+_AOT_LOAD_FN = "load_compiled_function"
+_AOT_GUARD_FAILED = "GuardManager check failed"
+#: RecordInfo.aot: the record of an aot_compile, or a further record of one
+AOT_COMPILE = "aot_compile"
+AOT_PART = "aot_compile part"
 #: eager calls with no miss of their own (Window.eager_calls)
 _NO_MISS_EAGER = frozenset({WHY_FORCE_EAGER, WHY_FIRST_CALL, WHY_NOTHING_CACHED, WHY_SKIPPED})
 
@@ -177,6 +188,18 @@ class MissEvent:
 
 
 @dataclass
+class AotLoad:
+    """One ``torch.compiler.load_compiled_function`` in a window: the
+    function it gave back and the seconds it took (no tracing, no record)."""
+
+    name: str
+    filename: str
+    line: int | None
+    seconds: float = 0.0
+    error: str | None = None
+
+
+@dataclass
 class Window:
     """What the recorder saw between :meth:`Recorder.start` and ``stop``."""
 
@@ -193,6 +216,8 @@ class Window:
     #: (force_eager, eager_then_compile's first call, nothing cached under
     #: eager_on_recompile, a frame Dynamo skipped), by the stance in force
     eager_calls: dict[str, int] = field(default_factory=dict)
+    #: compiled functions read back with torch.compiler.load_compiled_function
+    aot_loads: list[AotLoad] = field(default_factory=list)
     #: every torch.compile call of the window by how it ended: (CALL_ outcome,
     #: WHY_ reason or "") -> calls; they add up to :attr:`compiled_calls`
     calls: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -592,6 +617,21 @@ class Recorder:
         patches = self._patches
         patches.replace(t.ef, "_callback_from_stance", cfs)
         patches.replace(t.utils, "add_compilation_metrics_to_chromium", self._on_record)
+        aot = sys.modules.get(_AOT_MODULE)
+        if aot is not None:
+            # torch.compile(...).aot_compile(...) and what it makes (torch
+            # 2.9+): no dispatch, so in from the window's start
+            patches.apply(aot, _AOT_FN, lambda orig: self._wrapper(orig, self._aot_compile_wrapper))
+            cls = getattr(aot, "AOTCompiledFunction", None)
+            if cls is not None:
+                patches.apply(
+                    cls, "__call__", lambda orig: self._wrapper(orig, self._aot_call_wrapper)
+                )
+            compiler = sys.modules.get("torch.compiler")
+            if compiler is not None:
+                patches.apply(
+                    compiler, _AOT_LOAD_FN, lambda orig: self._wrapper(orig, self._aot_load_wrapper)
+                )
         self._register_sentinel()
         self._hooks_on = True
 
@@ -982,9 +1022,14 @@ class Recorder:
             return
         mark, act.mark = act.mark, None
         key = act.target
-        raised = sys.exc_info()[1] is not act.handling
+        exc = sys.exc_info()[1]
+        raised = exc is not act.handling
         act.handling = None  # no exception kept alive by a held activation
-        outcome = self._resolve(act, raised) if self._open is act else act.outcome
+        if self._open is act:
+            outcome = self._resolve(act, exc if raised and exc is not None else False)
+        else:
+            outcome = act.outcome
+        exc = None
         if act.calibrating or raised:
             # profiled (the profiler slows it), or it raised (a recompile
             # refused, a compile error that reached the caller, or the
@@ -1059,19 +1104,23 @@ class Recorder:
             act.consumed = True
         act.handling = None
 
-    def _resolve(self, act: _Activation, raised: bool | None) -> str:
+    def _resolve(self, act: _Activation, raised: BaseException | bool | None) -> str:
         """How the call ``act`` ended, decided once, as one ``call`` event
         (a CALL_ outcome and why): from its lookup (a hit, its own miss and
         what torch did after it), the frame records written since it started
-        and, where its end was seen, whether it raised (``raised`` None: not
-        seen; what torch did decides)."""
+        and, where its end was seen, what it raised (``raised``: the
+        exception; False: it returned; None: its end was not seen, what torch
+        did decides). A compile error is one whose record torch wrote while
+        unwinding that very exception; a frame whose compile failed softly
+        and then raised on its own ran eagerly and raised its own error."""
         if self._open is act:
             self._open = None
         miss = act.miss
         if miss is not None and miss is self._pending:
             self._settle_miss()
         info = self._info
-        ran_compiled = failed_compile = False
+        ran_compiled = failed_compile = reached = False
+        exc = raised if isinstance(raised, BaseException) else None
         for rec in self._records[act.start_records :]:
             if not is_frame_compile(rec):
                 continue
@@ -1080,6 +1129,8 @@ class Recorder:
                 continue  # a nested frame compiled while this call ran eagerly
             if getattr(rec, "fail_type", None):
                 failed_compile = True
+                if ri is not None and exc is not None and reached_cell(ri, exc):
+                    ri.reached_caller = reached = True
             else:
                 ran_compiled = True
         stance = act.stance
@@ -1090,7 +1141,7 @@ class Recorder:
             outcome, why = (CALL_FAILED, WHY_OWN_ERROR) if raised else (CALL_EAGER, WHY_LIMIT)
         elif raised:
             outcome, why = CALL_FAILED, WHY_OWN_ERROR
-            if failed_compile and not ran_compiled:
+            if reached or (failed_compile and not ran_compiled and exc is None):
                 why = WHY_COMPILE_ERROR
             elif not ran_compiled and miss is not None and miss.unsafe:
                 outcome, why = CALL_REFUSED, WHY_UNSAFE
@@ -1315,6 +1366,117 @@ class Recorder:
         the guards torch's guard check says failed (see
         ``releases.listing_refusals``)."""
         self._note_reasons(reasons, frame, refused=True)
+
+    def _aot_compile_wrapper(self, orig: Any) -> Any:
+        """torch's ``aot_compile_fullgraph`` (``torch.compile(fn,
+        fullgraph=True).aot_compile(...)``): a Dynamo trace and a backend
+        compile outside any call, whose records torch writes without a code
+        name or compile id; they are named after ``fn`` here."""
+        rec = self
+
+        def aot_compile_fullgraph(model: Any, *args: Any, **kwargs: Any) -> Any:
+            if not (rec._threads and rec._get_ident() in rec._threads):
+                return orig(model, *args, **kwargs)
+            start = len(rec._records)
+            try:
+                return orig(model, *args, **kwargs)
+            finally:
+                try:
+                    rec._note_aot_compile(model, start, sys.exc_info()[1])
+                except Exception:  # a nicety: never break torch
+                    pass
+
+        aot_compile_fullgraph._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return aot_compile_fullgraph
+
+    def _note_aot_compile(self, model: Any, start: int, error: BaseException | None) -> None:
+        """The records torch wrote for one aot_compile: the first stands for
+        the whole (named after ``model``, its time torch's span over them
+        all), the rest are part of it."""
+        records = self._records[start:]
+        if not records:
+            return
+        frame = _describe_aot(model)
+        starts = [getattr(r, "start_time_us", None) for r in records]
+        ends = [getattr(r, "end_time_us", None) for r in records]
+        span = None
+        if all(starts) and all(ends):
+            span = (max(ends) - min(starts)) / 1e6  # type: ignore[type-var, operator]
+        head = self._info.setdefault(id(records[0]), RecordInfo())
+        head.frame = frame
+        head.aot = AOT_COMPILE
+        head.aot_seconds = span
+        head.stance = self._ef._stance.stance if self._ef is not None else None
+        head.aot_graph = any(
+            getattr(r, "backend_compile_time_s", None) is not None for r in records
+        )
+        failed = next(
+            (getattr(r, "fail_type", None) for r in records if getattr(r, "fail_type", None)), None
+        )
+        if error is not None or failed:
+            head.aot_failed = failed or type(error).__name__
+            if error is not None:
+                # aot_compile raised it to its caller: nothing ran eagerly
+                head.exception = type(error).__name__
+                head.reached_caller = True
+                mark_unwinding(head, error)
+        for r in records[1:]:
+            self._info.setdefault(id(r), RecordInfo()).aot = AOT_PART
+
+    def _aot_call_wrapper(self, orig: Any) -> Any:
+        """A call of an aot-compiled (or loaded) function: it runs its
+        compiled code after its own guard check, never Dynamo's lookup."""
+        rec = self
+
+        def __call__(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            if not (rec._threads and rec._get_ident() in rec._threads):
+                return orig(fn, *args, **kwargs)
+            rec._calls += 1
+            if rec._open is not None:
+                rec._resolve(rec._open, None)
+            outcome, why = CALL_CACHED, WHY_AOT
+            try:
+                return orig(fn, *args, **kwargs)
+            except BaseException as e:
+                refused = isinstance(e, RuntimeError) and _AOT_GUARD_FAILED in str(e)
+                outcome, why = (
+                    (CALL_REFUSED, WHY_AOT_GUARDS) if refused else (CALL_FAILED, WHY_OWN_ERROR)
+                )
+                raise
+            finally:
+                stance = rec._ef._stance.stance if rec._ef is not None else ""
+                rec._events.append(("call", (None, outcome, why, stance), 0.0, 0.0))
+
+        __call__._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return __call__
+
+    def _aot_load_wrapper(self, orig: Any) -> Any:
+        """``torch.compiler.load_compiled_function``: a compiled function
+        read back with no tracing and no record; timed here."""
+        rec = self
+
+        def load_compiled_function(*args: Any, **kwargs: Any) -> Any:
+            if not (rec._threads and rec._get_ident() in rec._threads):
+                return orig(*args, **kwargs)
+            t0 = rec._clock()
+            result = error = None
+            try:
+                result = orig(*args, **kwargs)
+                return result
+            except BaseException as e:
+                error = e
+                raise
+            finally:
+                t = rec._clock()
+                try:
+                    frame = _describe_aot(result) if result is not None else ("?", "", None)
+                    err = f"{type(error).__name__}: {error}" if error is not None else None
+                    rec._events.append(("aot_load", (frame, err), t - t0, t))
+                except Exception:  # a nicety: never break torch
+                    pass
+
+        load_compiled_function._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return load_compiled_function
 
     def _user_compiler_wrapper(self, orig: Any) -> Any:
         """Dynamo hands each graph to the backend here: read its inputs'
@@ -1562,7 +1724,7 @@ class Recorder:
         if self._pending is not None:
             self._settle_miss()
         if self._open is not None and mark is self._marks[0]:
-            self._resolve(self._open, True if error is not None else None)
+            self._resolve(self._open, error)
         if self._act is not None and mark is self._marks[0]:
             self._end_activation(self._act)
         if mark is self._marks[0] and self._bounds.on:
@@ -1632,6 +1794,10 @@ class Recorder:
                     t.calibrated += 1
                 if not hit:
                     t.misses += 1
+                continue
+            if kind == "aot_load":
+                frame, err = key
+                window.aot_loads.append(AotLoad(*frame, seconds=seconds, error=err))
                 continue
             if kind == "call":
                 fn, outcome, why, stance = key
@@ -1833,3 +1999,13 @@ class _BreakHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self._recorder._on_graph_break(record)
+
+
+def _describe_aot(obj: Any) -> tuple[str, str, int | None]:
+    """(name, file, first line) of what aot_compile compiled: a function, a
+    module's method, or an aot-compiled function (its original code)."""
+    artifacts = getattr(obj, "_artifacts", None)
+    code = getattr(artifacts, "original_code", None) if artifacts is not None else None
+    if isinstance(code, types.CodeType):
+        return getattr(code, "co_qualname", code.co_name), code.co_filename, code.co_firstlineno
+    return describe_callable(obj)

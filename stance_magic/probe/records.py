@@ -71,6 +71,9 @@ class RecordInfo:
     exception: str | None = None
     #: the mark left on that exception (see :func:`mark_unwinding`)
     unwinding: int | None = None
+    #: that exception reached the caller of the compiled function (the call
+    #: raised it: see Recorder._resolve), caught there or not
+    reached_caller: bool = False
     #: the code object compiled (torch's _compile had it), for its cache entries
     code: Any = field(default=None, repr=False, compare=False)
     #: the graph's inputs as handed to the backend (None: no graph reached one)
@@ -78,6 +81,15 @@ class RecordInfo:
     #: the user's frames that led to this compile, innermost (the line that
     #: called the compiled function) first: (name, file, line)
     user_stack: list[tuple[str, str, int]] = field(default_factory=list)
+    #: torch.compile(...).aot_compile(...) wrote it: "aot_compile" (the
+    #: record that stands for the whole, named by :attr:`frame`) or "aot_compile
+    #: part" (a further record of the same; not counted again)
+    aot: str | None = None
+    #: the aot compile's seconds (torch's span over its records), whether a
+    #: graph reached the backend, and why it failed
+    aot_seconds: float | None = None
+    aot_graph: bool = False
+    aot_failed: str | None = None
 
 
 #: The attribute of an exception that names the compile records torch wrote
@@ -412,6 +424,8 @@ class CompileRecord:
 def read_record(rec: Any, info: RecordInfo | None = None) -> CompileRecord:
     """A :class:`CompileRecord` from one of torch's records."""
     info = info if info is not None else RecordInfo()
+    if info.aot is not None:
+        return _aot_record(rec, info)
     if is_frame_compile(rec):
         kind: str | None = "frame"
     elif is_backward_compile(rec):
@@ -440,6 +454,32 @@ def read_record(rec: Any, info: RecordInfo | None = None) -> CompileRecord:
         kernel_phases=record_kernel_phases(rec),
         runtime=bool(getattr(rec, "is_runtime", False)),
         cudagraph_skip_reason=getattr(rec, "cudagraph_skip_reason", None) or None,
+    )
+
+
+def _aot_record(rec: Any, info: RecordInfo) -> CompileRecord:
+    """An aot_compile's record: a frame compile (Dynamo traced the function,
+    the backend compiled its graph) named after the function; a further
+    record of the same aot_compile is part of it (kind None)."""
+    head = info.aot == "aot_compile"
+    name, filename, line = info.frame or ("?", "", None)
+    return CompileRecord(
+        compile_id="aot",
+        kind="frame" if head else None,
+        co_name=name,
+        filename=filename,
+        line=line,
+        seconds=info.aot_seconds if info.aot_seconds is not None else record_total_s(rec),
+        phases=record_phases(rec, info.aot_autograd),
+        guard_count=getattr(rec, "guard_count", None),
+        fail_type=info.aot_failed,
+        recompile_reason=None,
+        fail_reason=getattr(rec, "fail_reason", None),
+        backend_graph=info.aot_graph,
+        cold=False,  # no cache lookup before it: no miss
+        start_time_us=getattr(rec, "start_time_us", None),
+        module_wrapper=False,
+        info=info,
     )
 
 
