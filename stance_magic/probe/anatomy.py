@@ -73,6 +73,7 @@ class CallClock:
         "_passes",
         "_t_back",
         "_t_resume",
+        "_turning_on",
         "_wrappers",
         "next_enter",
         "next_frame",
@@ -93,6 +94,9 @@ class CallClock:
         self._at_back: Callable[[], None] | None = None
         self._t_back: float | None = None
         self._t_resume = 0.0
+        #: a tail set at the dispatch, before the call turns Dynamo's hook on
+        #: (seen only where that goes through a Python _maybe_set_eval_frame)
+        self._turning_on = False
         #: calls of set_eval_frame that went through the wrapper on their way
         #: (torch's disable wrappers inside the compiled code: 6 a call of a
         #: 1-argument function on torch 2.13, 12 on torch 2.8), the wrapper's
@@ -151,18 +155,22 @@ class CallClock:
 
         def set_eval_frame(callback: Any) -> Any:
             result = orig(callback)
-            t = clock()
             f = getframe(1)
             code = f.f_code
             if code is not cw:
                 if code is not clk._maybe_code:
                     clk._passes += 1  # torch.compiler.disable's wrappers and the like
                     return result
+                if clk._turning_on:
+                    # torch 2.8: the tailed call turning Dynamo's hook on,
+                    # through its _maybe_set_eval_frame: not its return
+                    clk._turning_on = False
+                    return result
                 f = f.f_back  # torch 2.8: through its _maybe_set_eval_frame
                 if f is None or f.f_code is not cw:
                     clk._passes += 1
                     return result
-            clk._on_wrapper(id(f), t)
+            clk._on_wrapper(id(f), clock())
             return result
 
         return set_eval_frame
@@ -205,12 +213,15 @@ class CallClock:
         frame_id: int,
         done: Callable[[float, float, float, float], None],
         at_back: Callable[[], None] | None = None,
+        at_dispatch: bool = False,
     ) -> None:
         """Note the return of the compiled code and the end of the call of the
         compile_wrapper frame ``frame_id``; ``done(back, end, own, inner)``
         gets them, with the wrapper's own seconds after ``back`` and on the
         calls it passed on before it; ``at_back()`` runs where the compiled
-        code returned (its time is the wrapper's own, left out)."""
+        code returned (its time is the wrapper's own, left out).
+        ``at_dispatch``: set where torch.compile's dispatcher returns, before
+        the call turns Dynamo's hook on (a call the clock then leaves out)."""
         self._frame_id = frame_id
         self._done = done
         self._at_back = at_back
@@ -220,6 +231,7 @@ class CallClock:
         # set_eval_frame only: the compiled code's own calls of it (torch's
         # disable wrappers) meet one wrapper, not two
         self._install(SET)
+        self._turning_on = at_dispatch and self._maybe_code is not None
 
     def _on_wrapper(self, frame_id: int, t: float) -> None:
         if frame_id == self._frame_id:

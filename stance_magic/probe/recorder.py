@@ -1003,7 +1003,7 @@ class Recorder:
             # call's start is read: the clock's first tail measures its own
             # cost once (see CallClock._pass_cost), no part of this call
             self._tail_act = act
-            clock.tail(act.frame_id, self._call_done)
+            clock.tail(act.frame_id, self._call_done, at_dispatch=True)
         act.t0 = self._clock()
 
     def _mark_back(self) -> None:
