@@ -393,6 +393,13 @@ def _notes(
 ) -> list[str]:
     window = closed.window
     notes = []
+    block = closed.stance.name
+    own = [s for s in window.calls_by_stance if s and s != block]
+    if own:
+        notes.append(
+            f"the cell's own code set a stance: calls ran under {' and '.join(own)} too "
+            "(each call counts under the stance in force when it was made)"
+        )
     if window.reset_seen:
         notes.append(
             "torch.compiler.reset() ran in this cell: the figures cover compiles before "

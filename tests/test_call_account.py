@@ -308,3 +308,23 @@ def test_every_call_has_one_outcome_and_the_account_agrees_with_torch(
         assert f"calls                {len(sizes)} {word}:" in text, text
     else:
         assert "\n  calls " not in text, text
+
+
+def test_the_report_says_the_cells_own_code_set_a_stance(sh):
+    """A %%stance default cell whose code sets force_eager itself: the
+    stance is back to default after the cell, and the report says the cell's
+    code set one (its calls ran under it)."""
+    _new_function(sh)
+    res, _ = run(
+        sh, "%%stance default -q\ntorch.compiler.set_stance('force_eager')\nf(torch.ones(2))"
+    )
+    assert res.success, res.error_in_exec
+    assert torch._dynamo.eval_frame._stance.stance == "default"
+    rep = last(sh)
+    assert rep.calls.eager == {"force_eager": 1}
+    assert any(
+        "the cell's own code set a stance: calls ran under force_eager" in n for n in rep.notes
+    )
+    _new_function(sh)
+    run(sh, "%%stance default -q\nf(torch.ones(2))")
+    assert not any("own code set a stance" in n for n in last(sh).notes)
