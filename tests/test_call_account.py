@@ -328,3 +328,23 @@ def test_the_report_says_the_cells_own_code_set_a_stance(sh):
     _new_function(sh)
     run(sh, "%%stance default -q\nf(torch.ones(2))")
     assert not any("own code set a stance" in n for n in last(sh).notes)
+
+
+def test_an_aot_compiled_function_runs_its_compiled_code_under_force_eager(sh):
+    """An aot-compiled function never reaches Dynamo's cache: under
+    force_eager it still runs its compiled code (``is_compiling()`` was True
+    when it was traced), and the account says it ran compiled code."""
+    pytest.importorskip("torch._dynamo.aot_compile_types")
+    from torch._dynamo.aot_compile_types import GraphModuleSerializableCallable
+
+    sh.user_ns["serializable"] = lambda gm, ex: GraphModuleSerializableCallable(gm)
+    assert sh.run_cell(
+        "def g(x):\n"
+        "    return x + 1 if torch._dynamo.is_compiling() else x + 2\n"
+        "cg = torch.compile(g, fullgraph=True, backend=serializable)"
+        ".aot_compile(((torch.ones(2),), {}))"
+    ).success
+    res, _ = run(sh, "%%stance force_eager -q\ny = cg(torch.ones(2))")
+    assert res.success, res.error_in_exec
+    assert sh.user_ns["y"].tolist() == [2.0, 2.0]  # compiled: x + 1
+    assert last(sh).calls.cached == last(sh).calls.total == 1
