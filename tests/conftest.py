@@ -254,3 +254,15 @@ __all__ = [
     "torch_log",
     "ui",
 ]
+
+
+def forget_first_inputs() -> None:
+    """Forget the first inputs eager_then_compile keeps per file and line
+    (``torch._dynamo.eval_frame._EXAMPLE_INPUTS``; ``reset()`` keeps them),
+    as in a fresh process. torch 2.10 keys a decorated function by its own
+    wrapper's file and line, so one test's calls would make another's first
+    call a second one."""
+    import torch._dynamo.eval_frame as eval_frame
+
+    if getattr(eval_frame, "_EXAMPLE_INPUTS", None) is not None:
+        eval_frame._EXAMPLE_INPUTS = None

@@ -144,8 +144,10 @@ def test_the_graph_break_log_after_a_measured_block_is_the_one_without():
     logged for the user's later log."""
     bare = _user_stack_logged(measured=False)
     # the first line is the user's stack (torch 2.8 logs the same break a
-    # second time in that compile, suppressed, as bare)
-    assert bare and bare[0].startswith("Graph break in user code"), bare
+    # second time in that compile, suppressed, as bare); torch 2.10 logs no
+    # line for this break here, bare or measured
+    if probe.torch_version()[:2] != (2, 10):
+        assert bare and bare[0].startswith("Graph break in user code"), bare
     assert _user_stack_logged(measured=True) == bare
 
 
