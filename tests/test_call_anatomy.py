@@ -655,28 +655,25 @@ def test_the_clock_leaves_out_its_own_work_on_the_calls_it_passes_on():
     set_eval_frame too (6 times a call of a 1-argument function on 2.13, 12
     on 2.8), through the clock's wrapper: the compiled code's part is handed
     their count times the wrapper's own cost, measured once against a bare
-    builtin, to leave out. A call passed on reads no clock: on a clock that
-    ticks once a reading its cost is 0 ticks (its loop of 200 reads 1 tick,
-    as the bare loop does), and 14 calls passed on add nothing; at a cost of
-    3 ticks each, they are 42 ticks to leave out."""
+    builtin, to leave out. On a clock that ticks once a reading the wrapper's
+    own cost is one tick (its one reading a call: its loop of 200 reads 201
+    ticks, the bare loop 1), so 14 calls passed on are exactly 14 ticks."""
     clock = FakeClock(tick=TICK)
     clk = anatomy.CallClock(clock, _compile_wrapper_like.__code__)
     seen = []
     try:
         clk.tail(1, lambda back, end, own, inner: seen.append((back, end, own, inner)))
-        assert clk._pass_s == 0.0, "the pass cost: (1 - 1) ticks / 200: no reading on a pass"
+        assert clk._pass_s == TICK, "the pass cost: (201 - 1) ticks / 200"
         wrapped = clk._wrap(id)
-        start = clock.now
         for _ in range(14):
             wrapped(None)  # called from here: passed on
-        assert clk._passes == 14 and clock.now == start, "passed on, no clock read"
-        clk._pass_s = 3 * TICK
+        assert clk._passes == 14
         back = clock.now
         clk._on_wrapper(1, clock())  # the compiled code returned
         clk._on_wrapper(1, clock())  # the call ended
         # the end two ticks after the return, one of them the clock's own
-        # reading; 14 passes at three ticks each to leave out of the compiled code
-        assert seen == [(back, back + 2 * TICK, TICK, 14 * 3 * TICK)]
+        # reading; 14 passes at one tick each to leave out of the compiled code
+        assert seen == [(back, back + 2 * TICK, TICK, 14 * TICK)]
         clk.tail(2, lambda *a: None)
         assert clk._passes == 0  # counted per timed call
     finally:
@@ -684,12 +681,15 @@ def test_the_clock_leaves_out_its_own_work_on_the_calls_it_passes_on():
 
 
 def _loop_readings(bare: list[float], wrapped: list[float]):
-    """A clock giving _pass_cost's loops these lengths: three of bare id,
-    then three of the wrapper (two readings each: a call it passes on reads
-    none); and the readings not taken."""
+    """A clock giving _pass_cost's loops these lengths: three of bare id
+    (two readings each), then three of the wrapper (its first reading, one
+    inside each of its 200 calls, its last); and the readings not taken."""
     readings, t = [], 1000.0
-    for d in [*bare, *wrapped]:
+    for d in bare:
         readings += [t, t + d]
+        t += d
+    for d in wrapped:
+        readings += [t] * 201 + [t + d]
         t += d
     it = iter(readings)
     return it.__next__, it

@@ -155,22 +155,24 @@ class CallClock:
 
         def set_eval_frame(callback: Any) -> Any:
             result = orig(callback)
+            if clk._turning_on:
+                # torch 2.8: the tailed call turning Dynamo's hook on, through
+                # its _maybe_set_eval_frame: not its return, and no reading
+                # (it is inside the call's way to its lookup)
+                clk._turning_on = False
+                return result
+            t = clock()
             f = getframe(1)
             code = f.f_code
             if code is not cw:
                 if code is not clk._maybe_code:
                     clk._passes += 1  # torch.compiler.disable's wrappers and the like
                     return result
-                if clk._turning_on:
-                    # torch 2.8: the tailed call turning Dynamo's hook on,
-                    # through its _maybe_set_eval_frame: not its return
-                    clk._turning_on = False
-                    return result
                 f = f.f_back  # torch 2.8: through its _maybe_set_eval_frame
                 if f is None or f.f_code is not cw:
                     clk._passes += 1
                     return result
-            clk._on_wrapper(id(f), clock())
+            clk._on_wrapper(id(f), t)
             return result
 
         return set_eval_frame
