@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .stance import supported_stances as supported_stances
     from .warm import CacheInfo as CacheInfo
     from .warm import load_cache as load_cache
+    from .warm import precompile as precompile
     from .warm import save_cache as save_cache
     from .widget import panel as panel
 
@@ -52,6 +53,7 @@ __all__ = [
     "load_ipython_extension",
     "measure",
     "panel",
+    "precompile",
     "save_cache",
     "set_session_stance",
     "supported_stances",
@@ -72,6 +74,7 @@ _LAZY = {
     "panel": "widget",
     "save_cache": "warm",
     "load_cache": "warm",
+    "precompile": "warm",
     "CacheInfo": "warm",
 }
 

@@ -28,7 +28,13 @@ def load(ipython: Any) -> None:
     magics.attach_views()
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     ipython.events.register("post_run_cell", magics.post_run_cell)
-    _STATE[key] = {"magics": magics, "stance_before": current_stance()}
+    _STATE[key] = {
+        "magics": magics,
+        "stance_before": current_stance(),
+        # Dynamo's precompiled frames checked against the cells' code (see
+        # probe.precompile): torch looks them up at torch.compile, any cell
+        "source_check": _install_source_check(),
+    }
     if carried is not None:
         # %reload_ext: the session goes on as it was; a later %unload_ext
         # still gives back the stance from before the first load.
@@ -74,5 +80,19 @@ def unload(ipython: Any) -> None:
     engine = get_engine()
     if not _STATE:
         engine.close()
+        if state.get("source_check"):
+            from .probe.precompile import SOURCE_CHECK
+
+            SOURCE_CHECK.uninstall()
     engine.apply(state["stance_before"])
     engine.sync()
+
+
+def _install_source_check() -> bool:
+    """Check Dynamo's precompiled frames against the cells' code, where
+    torch has them; True where this load put the check in."""
+    from .probe.precompile import SOURCE_CHECK, available
+
+    if SOURCE_CHECK.installed or available() is not None:
+        return False
+    return SOURCE_CHECK.install()

@@ -46,6 +46,7 @@ from .report import (
     LoadedFunction,
     Lookups,
     LookupTarget,
+    PrecompiledFrame,
     Recompile,
     RecompileLimit,
     Shared,
@@ -216,6 +217,17 @@ def build_report(
             )
             for x in window.aot_loads
         ],
+        precompiled=[
+            PrecompiledFrame(
+                name=e.name,
+                filename=e.filename,
+                line=e.line,
+                outcome=e.outcome,
+                why=e.why,
+                file=_file(e.filename),
+            )
+            for e in window.precompiled
+        ],
         cache_hits=window.hits,
         cache_misses=window.misses + sum(rec.cold for rec in window.compiles if rec.kind),
         guard_count=sum(f.guard_count or 0 for f in fwd),
@@ -294,6 +306,7 @@ def _nothing_seen(window: probe.Window) -> bool:
         or window.graph_breaks
         or window.eager_calls
         or window.aot_loads
+        or window.precompiled
         or window.budgets
         or window.reset_seen
     )

@@ -358,8 +358,13 @@ class StanceMagics(Magics):
         """``%stance cache save PATH`` / ``%stance cache load PATH`` (see stance_magic.warm)."""
         from . import warm
 
+        if rest[:1] == ["precompile"]:
+            return self._cmd_precompile(args, rest[1:])
         if len(rest) != 2 or rest[0] not in ("save", "load"):
-            raise UsageError("usage: %stance cache save PATH | %stance cache load PATH")
+            raise UsageError(
+                "usage: %stance cache save PATH | %stance cache load PATH | "
+                "%stance cache precompile [on|off]"
+            )
         try:
             info = (warm.save_cache if rest[0] == "save" else warm.load_cache)(rest[1])
         except warm.WarmStartError as err:
@@ -367,6 +372,20 @@ class StanceMagics(Magics):
         if not args.quiet:
             display_text(str(info), info._repr_html_())
         return None
+
+    def _cmd_precompile(self, args: Any, rest: list[str]) -> None:
+        """``%stance cache precompile [on|off]`` (see stance_magic.warm.precompile)."""
+        from . import warm
+
+        if len(rest) > 1 or (rest and rest[0] not in ("on", "off")):
+            raise UsageError("usage: %stance cache precompile [on|off]")
+        on = None if not rest else rest[0] == "on"
+        try:
+            line = warm.precompile(on)
+        except warm.WarmStartError as err:
+            raise UsageError(f"%stance cache precompile: {err}") from None
+        if not args.quiet:
+            print(line)
 
     def _cmd_panel(self, args: Any, rest: list[str]) -> Any:
         from .widget import PanelUnavailable, panel

@@ -197,7 +197,8 @@ def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
             "compiles",
             _compiles_value(rep),
             [_frame_line(rep, f) for f in rep.frames]
-            + [_load_line(x) for x in rep.loaded_functions],
+            + [_load_line(x) for x in rep.loaded_functions]
+            + [_precompiled_line(p) for p in rep.precompiled if p.outcome != "miss"],
         )
     )
     rows.extend(_cache_rows(rep))
@@ -847,7 +848,19 @@ def _compiles_value(rep: Any) -> str:
     if rep.loaded_functions:
         n = len(rep.loaded_functions)
         text += f"; {_plural(n, 'compiled function')} loaded (no tracing)"
+    used = sum(1 for p in rep.precompiled if p.outcome == "hit")
+    unused = sum(1 for p in rep.precompiled if p.outcome in ("stale", "unchecked"))
+    if used:
+        text += f"; {_plural(used, 'precompiled frame')} used (no tracing)"
+    if unused:
+        text += f"; {_plural(unused, 'precompiled frame')} not used (traced again)"
     return text
+
+
+def _precompiled_line(p: Any) -> str:
+    if p.outcome == "hit":
+        return f"{p.where}: Dynamo's precompiled frame, no tracing (caching_precompile)"
+    return f"{p.where}: precompiled frame not used, traced again: {p.why}"
 
 
 def _load_line(x: Any) -> str:

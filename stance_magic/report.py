@@ -45,6 +45,7 @@ __all__ = [
     "LoadedFunction",
     "LookupTarget",
     "Lookups",
+    "PrecompiledFrame",
     "Recompile",
     "RecompileLimit",
     "Shared",
@@ -666,6 +667,30 @@ class Gathered:
 
 
 @dataclass(frozen=True)
+class PrecompiledFrame:
+    """A lookup of Dynamo's precompiled frames (``caching_precompile``) at a
+    ``torch.compile(fn)`` in the block: ``outcome`` is ``"hit"`` (torch
+    installed the saved frame: no tracing), ``"stale"`` (the cell's code
+    changed since it was saved: not used, traced again), ``"unchecked"``
+    (cell code that could not be checked: not used) or ``"miss"`` (nothing
+    saved for it)."""
+
+    name: str
+    filename: str = ""
+    line: int | None = None
+    outcome: str = "miss"
+    why: str = ""
+    file: str = ""
+
+    @property
+    def where(self) -> str:
+        loc = self.file or self.filename or "?"
+        if not self.line:
+            return f"{self.name} ({loc})"
+        return f"{self.name} ({place(loc, self.line)})"
+
+
+@dataclass(frozen=True)
 class LoadedFunction:
     """A compiled function read back with ``torch.compiler.load_compiled_function``
     (saved from an ``aot_compile``): no tracing, no compile record; ``seconds``
@@ -778,6 +803,8 @@ class CellReport:
     calls: CallAccount = field(default_factory=CallAccount)
     #: compiled functions loaded with torch.compiler.load_compiled_function
     loaded_functions: list[LoadedFunction] = field(default_factory=list)
+    #: Dynamo's precompiled frames looked up in the block (caching_precompile)
+    precompiled: list[PrecompiledFrame] = field(default_factory=list)
     cache_hits: int = 0
     cache_misses: int = 0
     #: guards torch built for the cell's compiles

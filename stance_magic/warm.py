@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import logging
 import os
 import sys
 import time
@@ -80,6 +81,9 @@ class CacheInfo:
     cache_dir: str = ""
     created: str = ""
     keys: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    #: what the user should know about the file (a precompiled frame saved
+    #: without its compiled graphs, ...), one line each
+    notes: list[str] = field(default_factory=list)
 
     @property
     def artifacts(self) -> int:
@@ -102,6 +106,12 @@ class CacheInfo:
         return ", ".join(parts)
 
     def __str__(self) -> str:
+        text = self._line()
+        for note in self.notes:
+            text += f"\nstance_magic: {note}"
+        return text
+
+    def _line(self) -> str:
         from .text import fmt_bytes, fmt_s
 
         n = f"{self.artifacts} compile-cache artifact{'s' if self.artifacts != 1 else ''}"
@@ -174,7 +184,8 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
 
     _check_support()
     t0 = time.perf_counter()
-    result = pc.save_artifacts()
+    with _BackendsMissing() as missing:
+        result = pc.save_artifacts()
     if result is None:
         raise WarmStartError(
             "nothing to save: no compile in this process produced or loaded cache "
@@ -209,7 +220,76 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
         time.perf_counter() - t0,
         created=created,
         keys=keys,
+        notes=_missing_note(missing.count, counts.get("precompile", 0)),
     )
+
+
+class _BackendsMissing(logging.Handler):
+    """Counts torch's "Backend not found" warnings while it packs its
+    precompiled frames (``torch/_dynamo/package.py``): a frame saved before
+    its compiled graphs existed (a training step's backward not yet run)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+        self._logger = logging.getLogger("torch._dynamo.package")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "Backend not found" in record.getMessage():
+            self.count += 1
+
+    def __enter__(self) -> _BackendsMissing:
+        self._logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._logger.removeHandler(self)
+
+
+def _missing_note(missing: int, frames: int) -> list[str]:
+    """The note for ``missing`` precompiled frames (of ``frames``) saved
+    without their compiled graphs."""
+    if not missing:
+        return []
+    return [
+        f"{missing} of the {frames} precompiled frames saved lack their compiled graphs (torch: "
+        '"Backend not found"): they are traced and compiled again after a load. In '
+        "training, run one full step (forward and backward) before saving; an eager or "
+        "aot_eager backend's graphs are never saved"
+    ]
+
+
+def precompile(on: bool | None = None) -> str:
+    """Dynamo's precompiled frames (torch's ``caching_precompile``), safe for
+    notebook cells: ``on=True`` turns them on, ``False`` off, None only says.
+
+    With them on, ``save_cache`` (``%stance cache save``) and the cache
+    directory carry each compiled function's Dynamo state as well, so a new
+    kernel's ``torch.compile(fn)`` of the same function skips Dynamo's
+    tracing. A cell's code is fingerprinted when torch saves it and checked
+    when torch looks it up: an edited cell (or an edited helper from another
+    cell it calls) is traced again, never run from the old compile. Turn it
+    on before ``torch.compile`` is called; a ``.py`` file's functions keep
+    torch's own source check. Returns one line saying what is in force.
+    Raises :class:`WarmStartError` on a torch without it (``on=True``).
+    """
+    from .probe import precompile as pp
+
+    problem = pp.available()
+    if problem is not None:
+        if on:
+            raise WarmStartError(problem)
+        return f"stance_magic: precompiled frames off ({problem})"
+    pp.SOURCE_CHECK.install()
+    if on is not None:
+        pp.set_enabled(on)
+    if pp.enabled():
+        return (
+            "stance_magic: precompiled frames on (torch's caching_precompile): "
+            "torch.compile calls from now on save and reuse Dynamo's traced frames; "
+            "cells are checked against their saved code"
+        )
+    return "stance_magic: precompiled frames off (torch's caching_precompile)"
 
 
 def read_cache_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes]:

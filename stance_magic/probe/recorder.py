@@ -39,6 +39,7 @@ from .frames import (
 )
 from .monitoring import CallStarts
 from .patches import Patches
+from .precompile import SOURCE_CHECK, PrecompileEvent
 from .records import (
     CompileRecord,
     FrameBudget,
@@ -154,6 +155,7 @@ WHY_UNSAFE = "skip_guard_eval_unsafe"
 WHY_COMPILE_ERROR = "compile error"
 WHY_OWN_ERROR = "its code raised"
 WHY_AOT = "aot_compile"  # an aot-compiled function's own compiled code
+WHY_PRECOMPILED = "precompiled"  # Dynamo's precompiled frame (caching_precompile)
 WHY_AOT_GUARDS = "aot_compile's guards"  # its guard check failed: it raised
 #: torch's module and functions for aot_compile (2.9+)
 _AOT_MODULE = "torch._dynamo.aot_compile"
@@ -218,6 +220,9 @@ class Window:
     eager_calls: dict[str, int] = field(default_factory=dict)
     #: compiled functions read back with torch.compiler.load_compiled_function
     aot_loads: list[AotLoad] = field(default_factory=list)
+    #: lookups of Dynamo's precompiled frames (torch.compile(fn) with
+    #: caching_precompile on): used, stale, unchecked or missed
+    precompiled: list[PrecompileEvent] = field(default_factory=list)
     #: every torch.compile call of the window by how it ended: (CALL_ outcome,
     #: WHY_ reason or "") -> calls; they add up to :attr:`compiled_calls`
     calls: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -299,6 +304,8 @@ class _Mark:
     sampled: dict[Any, int] = field(default_factory=dict)
     #: the profiler's start and stop inside cells so far (LookupBounds.overhead_s)
     overhead_s: float = 0.0
+    #: the lookups of Dynamo's precompiled frames so far (SOURCE_CHECK.mark())
+    precompile: int = 0
 
 
 #: Lookups of one torch.compile'd function (since the outermost window
@@ -620,6 +627,11 @@ class Recorder:
         patches = self._patches
         patches.replace(t.ef, "_callback_from_stance", cfs)
         patches.replace(t.utils, "add_compilation_metrics_to_chromium", self._on_record)
+        config = sys.modules.get("torch._dynamo.config")
+        if config is not None and getattr(config, "caching_precompile", False):
+            # the user turned torch's precompiled frames on: cells are checked
+            # (kept for the process, as torch's cache is; see probe.precompile)
+            SOURCE_CHECK.install()
         aot = sys.modules.get(_AOT_MODULE)
         if aot is not None:
             # torch.compile(...).aot_compile(...) and what it makes (torch
@@ -970,8 +982,9 @@ class Recorder:
         stance = self._ef._stance.stance
         act = _Activation(id(f), 0.0, stance, result, callback)
         eager = stance in _EAGER_STANCES or result in (None, False)
-        if eager:
-            act.target = self._fn_of(callback, f)
+        # the function called (read from the frame once per torch.compile
+        # object): the account names it whatever the call does
+        act.target = self._fn_of(callback, f)
         self._act = act
         self._pin(act, act.frame_id)
         bounds = self._bounds
@@ -1169,6 +1182,10 @@ class Recorder:
                 miss.outcome = MISS_REFUSED
         elif stance == "force_eager":
             why = WHY_FORCE_EAGER
+        elif _has_precompiled(act.target):
+            # Dynamo's precompiled frame (caching_precompile), installed at
+            # torch.compile: its own guards, no lookup of the cache, no trace
+            outcome, why = CALL_CACHED, WHY_PRECOMPILED
         elif stance == "eager_then_compile":
             why = WHY_FIRST_CALL
         elif stance == "eager_on_recompile":
@@ -1714,6 +1731,7 @@ class Recorder:
             context=context,
             sampled={s: s.hits for s in self._counted.values() if s.hits},
             overhead_s=self._bounds.overhead_s,
+            precompile=SOURCE_CHECK.mark(),
         )
         self._marks.append(mark)
         return mark
@@ -1760,8 +1778,10 @@ class Recorder:
         return window
 
     def _window(self, mark: _Mark) -> Window:
+        precompiled = SOURCE_CHECK.events(mark.precompile)
         if (
             not self._armed
+            and not precompiled
             and mark.counters is None
             and len(self._records) == mark.records
             and len(self._breaks) == mark.breaks
@@ -1780,6 +1800,7 @@ class Recorder:
             compiled_calls=self._calls - mark.calls,
             graph_breaks=list(self._breaks[mark.breaks :]),
             overhead_s=self._bounds.overhead_s - mark.overhead_s,
+            precompiled=list(precompiled),
         )
         if mark.counters is not None:  # no log artifact in this torch
             window.break_source = "counters"
@@ -2013,3 +2034,19 @@ def _describe_aot(obj: Any) -> tuple[str, str, int | None]:
     if isinstance(code, types.CodeType):
         return getattr(code, "co_qualname", code.co_name), code.co_filename, code.co_firstlineno
     return describe_callable(obj)
+
+
+def _has_precompiled(fn: Any) -> bool:
+    """Whether torch installed precompiled frames (caching_precompile) for
+    ``fn``'s code: a call that neither looked up nor compiled ran one."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    try:
+        from torch._C._dynamo.eval_frame import _debug_get_precompile_entries
+    except ImportError:  # a torch without them
+        return False
+    try:
+        return bool(_debug_get_precompile_entries(code))
+    except Exception:
+        return False

@@ -1,0 +1,339 @@
+"""Dynamo's precompiled frames (``torch._dynamo.config.caching_precompile``),
+made safe for notebook cells.
+
+With ``caching_precompile`` on, torch records each compiled function's Dynamo
+state (its bytecode, guards and compiled graphs) and
+``torch.compiler.save_cache_artifacts()`` carries it (artifact kind
+``precompile``, files under ``<inductor cache dir>/dynamo/``); a later
+``torch.compile(fn)`` looks it up by ``sha256(qualname + first line)``
+(``torch/_dynamo/package.py``) and, on a hit, skips Dynamo's tracing
+altogether. torch checks that the source did not change only for code whose
+module ``inspect.getmodule`` finds: a notebook cell's code has none, so an
+edited cell (or an edited helper from another cell that the function calls)
+would silently run its old compiled code.
+
+:class:`SourceCheck` closes that gap while it is installed:
+
+* when torch builds a package's cache entry, every piece of cell code the
+  compile traced (the function itself and the cell functions it inlined) is
+  fingerprinted (its bytecode, names and constants; not its file or line
+  numbers, which change from kernel to kernel) and the fingerprints ride in
+  the entry itself (an attribute of torch's pickled ``_DynamoCacheEntry``,
+  so they travel in the cache directory and in the mega-cache blob);
+* when torch loads an entry for a function, each fingerprinted piece is
+  looked up again (the function, then the helpers by name in its globals)
+  and compared: an entry whose cell code changed, or that cannot be checked
+  (saved without fingerprints, a helper no longer found by name) is not
+  used: torch sees a miss and traces the function again.
+
+Functions from ``.py`` files keep torch's own check. Every load is noted
+(:meth:`SourceCheck.events`) for the report. Nothing here imports torch at
+import time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+import threading
+import types
+from dataclasses import dataclass
+from typing import Any
+
+#: torch release where caching_precompile and its Dynamo cache are usable
+#: (PR #155913 and the mega-cache integration, #163533)
+PRECOMPILE_SINCE = (2, 10)
+
+#: the attribute of torch's _DynamoCacheEntry that carries the fingerprints
+ENTRY_ATTR = "_stance_magic_cell_code"
+
+#: What happened to a lookup of Dynamo's cache (see PrecompileEvent.outcome).
+HIT = "hit"  # a precompiled entry, checked (or from a .py file): no tracing
+STALE = "stale"  # the cell's code changed since it was saved: traced again
+UNCHECKED = "unchecked"  # cell code that cannot be checked: traced again
+MISS = "miss"  # nothing saved for this function
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PrecompileEvent:
+    """One lookup of Dynamo's precompiled frames (at ``torch.compile(fn)``)."""
+
+    name: str
+    filename: str
+    line: int | None
+    outcome: str
+    #: why an entry was not used (the piece of code that changed, ...)
+    why: str = ""
+    #: when (the recorder's clock, ``time.perf_counter``)
+    at: float = 0.0
+
+
+def available() -> str | None:
+    """None where this torch has caching_precompile; else why not, in one line."""
+    from .version import torch_str, torch_version
+
+    if torch_version() < PRECOMPILE_SINCE:
+        return (
+            f"torch {torch_str()} has no usable caching_precompile (Dynamo's precompiled "
+            f"frames): torch {'.'.join(map(str, PRECOMPILE_SINCE))} or later"
+        )
+    try:
+        import torch._dynamo.config as config
+        import torch._dynamo.package as package
+    except ImportError as exc:  # pragma: no cover - a torch without it
+        return f"torch has no Dynamo package cache ({exc})"
+    if not hasattr(config, "caching_precompile") or not hasattr(package, "DynamoCache"):
+        return f"torch {torch_str()} has no caching_precompile"
+    return None
+
+
+def enabled() -> bool:
+    """Whether torch's caching_precompile is on now."""
+    try:
+        import torch._dynamo.config as config
+    except ImportError:  # pragma: no cover
+        return False
+    return bool(getattr(config, "caching_precompile", False))
+
+
+def set_enabled(on: bool) -> None:
+    """Turn torch's caching_precompile on or off (it applies to the
+    ``torch.compile`` calls made afterwards)."""
+    import torch._dynamo.config as config
+
+    config.caching_precompile = bool(on)
+
+
+# -- fingerprints -----------------------------------------------------------
+
+
+def fingerprint(code: Any) -> str:
+    """A code object's (or torch's SerializedCode's) behaviour, as a hash: its
+    bytecode, names, arguments, flags and constants (nested code included),
+    not its file, name of the cell or line numbers."""
+    h = hashlib.sha256()
+    _feed(h, code)
+    return h.hexdigest()[:32]
+
+
+_FIELDS = (
+    "co_argcount",
+    "co_posonlyargcount",
+    "co_kwonlyargcount",
+    "co_flags",
+    "co_code",
+    "co_names",
+    "co_varnames",
+    "co_freevars",
+    "co_cellvars",
+)
+
+
+def _feed(h: Any, code: Any) -> None:
+    for name in _FIELDS:
+        h.update(repr(getattr(code, name, None)).encode())
+    for const in getattr(code, "co_consts", ()) or ():
+        if isinstance(const, types.CodeType) or hasattr(const, "co_code"):
+            h.update(b"<code>")
+            _feed(h, const)
+        else:
+            h.update(repr(const).encode())
+        h.update(b"|")
+
+
+def is_cell_code(code: types.CodeType) -> bool:
+    """Code torch's own source check cannot cover: no module found for it
+    (a notebook cell's, an ``exec``'d string's)."""
+    try:
+        return inspect.getmodule(code) is None
+    except Exception:
+        return True
+
+
+def _resolve(fn: Any, qualname: str) -> types.CodeType | None:
+    """The code now behind ``qualname`` as seen from ``fn``'s globals (a
+    top-level function, or a class's method): None where it cannot be found
+    (a nested function, a name rebound to something else)."""
+    if "<locals>" in qualname:
+        return None
+    g = getattr(fn, "__globals__", None)
+    if g is None:
+        return None
+    parts = qualname.split(".")
+    obj: Any = g.get(parts[0])
+    for part in parts[1:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    obj = getattr(obj, "__func__", obj)
+    code = getattr(obj, "__code__", None)
+    return code if isinstance(code, types.CodeType) else None
+
+
+def check_entry(fn: Any, entry: Any) -> tuple[str, str]:
+    """Whether torch's cache entry ``entry`` (a ``_DynamoCacheEntry``) may
+    serve ``fn`` (the innermost function torch.compile wraps): (HIT, ""), or
+    (STALE | UNCHECKED, why)."""
+    main = getattr(fn, "__code__", None)
+    if not isinstance(main, types.CodeType) or not is_cell_code(main):
+        return HIT, ""  # a .py file's function: torch's own check
+    saved: dict[str, str] | None = getattr(entry, ENTRY_ATTR, None)
+    if saved is None:
+        return UNCHECKED, "saved without stance_magic's source check (cell code torch cannot check)"
+    mine = main.co_qualname if hasattr(main, "co_qualname") else main.co_name
+    for qualname, fp in saved.items():
+        code = main if qualname == mine else _resolve(fn, qualname)
+        if code is None:
+            return UNCHECKED, f"{qualname} is no longer found by that name"
+        if fingerprint(code) != fp:
+            return STALE, f"the cell's code of {qualname} changed since it was saved"
+    if mine not in saved:
+        return UNCHECKED, f"{mine} was not among the code saved"
+    return HIT, ""
+
+
+# -- torch's package hooks ------------------------------------------------------
+
+
+class SourceCheck:
+    """Torch's Dynamo cache, checked against the cells' code (see the module
+    docstring). :meth:`install` once (the extension and the engine do);
+    :meth:`uninstall` puts torch's functions back."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._installed: list[tuple[Any, str, Any, Any]] = []
+        self._events: list[PrecompileEvent] = []
+        self._clock: Any = None
+
+    @property
+    def installed(self) -> bool:
+        return bool(self._installed)
+
+    def events(self, since: int = 0) -> list[PrecompileEvent]:
+        """The lookups noted since index ``since`` (see :meth:`mark`)."""
+        return self._events[since:]
+
+    def mark(self) -> int:
+        return len(self._events)
+
+    def install(self) -> bool:
+        """Put the hooks in (once); False where this torch has no Dynamo cache."""
+        if self._installed:
+            return True
+        if available() is not None:
+            return False
+        import time
+
+        import torch._dynamo.package as package
+
+        self._clock = time.perf_counter
+        cache = package.DynamoCache
+        pkg = package.CompilePackage
+        self._patch(pkg, "add_inlined_source", self._inlined_wrapper)
+        self._patch(pkg, "cache_entry", self._entry_wrapper)
+        # the instance's own attribute: torch calls DynamoCache.load(fn)
+        self._patch(cache, "load", self._load_wrapper, instance=True)
+        return True
+
+    def uninstall(self) -> None:
+        while self._installed:
+            owner, name, original, had = self._installed.pop()
+            if had:
+                setattr(owner, name, original)
+            else:
+                try:
+                    delattr(owner, name)
+                except AttributeError:
+                    pass
+
+    def _patch(self, owner: Any, name: str, make: Any, instance: bool = False) -> None:
+        had = name in vars(owner) if instance else True
+        original = getattr(owner, name)
+        setattr(owner, name, make(original))
+        self._installed.append((owner, name, original, had))
+
+    # CompilePackage.add_inlined_source(self, sources): the code a compile traced
+    def _inlined_wrapper(self, orig: Any) -> Any:
+        def add_inlined_source(package: Any, sources: Any) -> Any:
+            try:
+                cells = package.__dict__.setdefault(ENTRY_ATTR, {})
+                for code in sources or ():
+                    if isinstance(code, types.CodeType) and is_cell_code(code):
+                        name = getattr(code, "co_qualname", code.co_name)
+                        cells[name] = fingerprint(code)
+            except Exception:
+                _log.debug("stance_magic: no fingerprint", exc_info=True)
+            return orig(package, sources)
+
+        add_inlined_source._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return add_inlined_source
+
+    # CompilePackage.cache_entry(self): the entry torch pickles; ours rides on it
+    def _entry_wrapper(self, orig: Any) -> Any:
+        def cache_entry(package: Any) -> Any:
+            entry = orig(package)
+            try:
+                cells = dict(package.__dict__.get(ENTRY_ATTR, {}))
+                fn = getattr(package, "_innermost_fn", None)
+                main = getattr(fn, "__code__", None)
+                if isinstance(main, types.CodeType) and is_cell_code(main):
+                    cells[getattr(main, "co_qualname", main.co_name)] = fingerprint(main)
+                if cells:
+                    setattr(entry, ENTRY_ATTR, cells)
+            except Exception:
+                _log.debug("stance_magic: no fingerprint", exc_info=True)
+            return entry
+
+        cache_entry._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return cache_entry
+
+    # DynamoCache.load(fn): an entry for fn, or None (a miss)
+    def _load_wrapper(self, orig: Any) -> Any:
+        check = self
+
+        def load(fn: Any) -> Any:
+            result = orig(fn)
+            try:
+                return check._checked(fn, result)
+            except Exception:
+                _log.debug("stance_magic: precompile check failed", exc_info=True)
+                return result
+
+        load._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return load
+
+    def _checked(self, fn: Any, result: Any) -> Any:
+        from torch._dynamo.eval_frame import innermost_fn
+
+        inner = innermost_fn(fn)
+        code = getattr(inner, "__code__", None)
+        name = getattr(inner, "__qualname__", getattr(inner, "__name__", "?"))
+        where = (getattr(code, "co_filename", ""), getattr(code, "co_firstlineno", None))
+        if result is None:
+            self._note(name, where, MISS)
+            return None
+        outcome, why = check_entry(inner, getattr(result, "dynamo", None))
+        self._note(name, where, outcome, why)
+        if outcome == HIT:
+            return result
+        from torch._dynamo.utils import counters
+
+        # torch counted a hit: it is a miss now (torch traces the function)
+        c = counters["dynamo_cache"]
+        if c.get("dynamo_cache_hit", 0) > 0:
+            c["dynamo_cache_hit"] -= 1
+        c["dynamo_cache_miss"] += 1
+        return None
+
+    def _note(self, name: str, where: tuple[str, int | None], outcome: str, why: str = "") -> None:
+        at = self._clock() if self._clock is not None else 0.0
+        with self._lock:
+            self._events.append(PrecompileEvent(name, where[0], where[1], outcome, why, at))
+
+
+#: the process's one check (the hooks are process-wide, as torch's cache is)
+SOURCE_CHECK = SourceCheck()

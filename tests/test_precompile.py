@@ -1,0 +1,170 @@
+"""Dynamo's precompiled frames (torch's ``caching_precompile``), made safe for
+notebook cells (``stance_magic.probe.precompile``).
+
+The fast tests check the fingerprints and the entry check on their own; the
+kernel test runs real IPython shells in processes of their own (a kernel
+each, ``tests/precompile_worker.py``): save in one, then in new kernels load
+the file into an empty cache directory or keep the directory, with the cell
+unchanged (torch's precompiled frame is used: no tracing, torch's own
+counter says a Dynamo-cache hit), the function's cell edited, or a helper's
+cell edited (never the old result: traced again, and the report says why).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from stance_magic.probe import precompile as pp
+
+WORKER = Path(__file__).with_name("precompile_worker.py")
+
+
+def _code(src: str, name: str, filename: str = "<cell>") -> types.CodeType:
+    ns: dict = {}
+    exec(compile(src, filename, "exec"), ns)
+    return ns[name].__code__
+
+
+def test_a_fingerprint_follows_the_code_not_its_cell_or_lines():
+    """The same function in another cell, at another line: the same
+    fingerprint; a changed operator, constant or nested function: another."""
+    a = _code("def f(x):\n    return (x + 1).sin()", "f", "<ipython-input-3-aa>")
+    b = _code("\n\n\ndef f(x):\n    return (x + 1).sin()", "f", "<ipython-input-9-bb>")
+    assert pp.fingerprint(a) == pp.fingerprint(b)
+    for other in (
+        "def f(x):\n    return (x * 1).sin()",
+        "def f(x):\n    return (x + 2).sin()",
+        "def f(x):\n    return (x + 1).cos()",
+        "def f(x, y=1):\n    return (x + 1).sin()",
+    ):
+        assert pp.fingerprint(_code(other, "f")) != pp.fingerprint(a), other
+    nested = "def f(x):\n    def h(z):\n        return z + {k}\n    return h(x)"
+    assert pp.fingerprint(_code(nested.format(k=1), "f")) != pp.fingerprint(
+        _code(nested.format(k=2), "f")
+    )
+
+
+def test_an_entry_is_used_only_when_every_cell_it_traced_is_unchanged():
+    """The entry check: the function and its helpers as saved (a hit), a
+    changed helper (stale), a helper no longer found by name or an entry
+    saved without fingerprints (unchecked); a .py file's function: torch's
+    own check (a hit here)."""
+    ns: dict = {"__name__": "__main__"}
+    exec(compile("def g(x):\n    return x + 1\ndef f(x):\n    return g(x)", "<cell 1>", "exec"), ns)
+    f, g = ns["f"], ns["g"]
+    entry = types.SimpleNamespace()
+    setattr(
+        entry, pp.ENTRY_ATTR, {"f": pp.fingerprint(f.__code__), "g": pp.fingerprint(g.__code__)}
+    )
+    assert pp.check_entry(f, entry) == (pp.HIT, "")
+    exec(compile("def g(x):\n    return x * 100", "<cell 2>", "exec"), ns)
+    outcome, why = pp.check_entry(f, entry)
+    assert outcome == pp.STALE and "g changed since it was saved" in why
+    del ns["g"]
+    assert pp.check_entry(f, entry)[0] == pp.UNCHECKED
+    assert pp.check_entry(f, types.SimpleNamespace())[0] == pp.UNCHECKED
+    assert pp.check_entry(json.dumps, types.SimpleNamespace()) == (pp.HIT, "")
+
+
+def test_the_switch_says_what_is_in_force(sh):
+    """``%stance cache precompile [on|off]``: torch's config follows; a bad
+    word is a usage line; on a torch without it, one line naming the torch
+    it needs."""
+    import torch._dynamo.config as config
+
+    was = config.caching_precompile
+    try:
+        if pp.available() is not None:
+            res = sh.run_cell("%stance cache precompile on")
+            assert res.error_in_exec is not None and "caching_precompile" in str(res.error_in_exec)
+            return
+        assert sh.run_cell("%stance cache precompile on").success
+        assert config.caching_precompile is True
+        assert pp.SOURCE_CHECK.installed
+        assert sh.run_cell("%stance cache precompile off").success
+        assert config.caching_precompile is False
+        res = sh.run_cell("%stance cache precompile maybe")
+        assert "usage: %stance cache precompile [on|off]" in str(res.error_in_exec)
+    finally:
+        config.caching_precompile = was
+
+
+def _kernel(cells: list[str], cache_dir: Path) -> dict:
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache_dir))
+    env.pop("TORCH_CACHING_PRECOMPILE", None)
+    out = subprocess.run(
+        [sys.executable, str(WORKER), json.dumps(cells)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=str(Path(__file__).parent),
+    )
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, out.stdout[-2000:] + out.stderr[-4000:]
+    result = json.loads(lines[-1][len("RESULT ") :])
+    assert all(e is None for e in result["errors"]), result["errors"]
+    return result
+
+
+HELPER = "import torch\ndef g(x):\n    return x {op}"
+FUNCTION = "def f(x):\n    return g(x).sin()"
+CALL = "%%stance default\ncf = torch.compile(f)\ny = cf(torch.ones(3))"
+
+
+def _cells(op: str, body: str = FUNCTION, load: str | None = None, save: str | None = None):
+    cells = ["%load_ext stance_magic", "%stance cache precompile on"]
+    if load:
+        cells.append(f"%stance cache load {load}")
+    cells += [HELPER.format(op=op), body, CALL]
+    if save:
+        cells.append(f"%stance cache save {save}")
+    return cells
+
+
+@pytest.mark.integration
+def test_a_new_kernel_skips_tracing_and_never_runs_an_edited_cell(tmp_path):
+    """Save in one kernel; in new kernels, torch's precompiled frame serves
+    the unchanged cells with no tracing (its counter: a Dynamo-cache hit),
+    and an edited function or helper cell is traced again and gives the new
+    result, loaded from the file or from the cache directory in place."""
+    if pp.available() is not None:
+        pytest.skip(pp.available())
+    saved = tmp_path / "warm.smcache"
+    first = _kernel(_cells("+ 1", save=str(saved)), tmp_path / "dir1")
+    old = torch.ones(3).add(1).sin().tolist()
+    assert first["y"] == pytest.approx(old)
+    assert first["report"]["compiles"] == 1
+
+    # an empty directory and the file: the precompiled frame, no tracing
+    same = _kernel(_cells("+ 1", load=str(saved)), tmp_path / "dir2")
+    assert same["y"] == pytest.approx(old)
+    assert same["dynamo_cache"].get("dynamo_cache_hit") == 1
+    rep = same["report"]
+    assert rep["compiles"] == 0 and rep["precompiled"] == [["f", "hit", ""]]
+    assert rep["calls"] == {"cached": 1, "compiled": 0}  # never called eager
+    assert "1 precompiled frame used (no tracing)" in rep["text"]
+
+    # the helper's cell edited (torch itself would run the old graph)
+    new = torch.ones(3).mul(100).sin().tolist()
+    helper = _kernel(_cells("* 100", load=str(saved)), tmp_path / "dir3")
+    assert helper["y"] == pytest.approx(new)
+    rep = helper["report"]
+    assert rep["compiles"] == 1 and rep["precompiled"][0][1] == "stale"
+    assert "the cell's code of g changed since it was saved" in rep["text"]
+    assert helper["dynamo_cache"].get("dynamo_cache_hit", 0) == 0
+
+    # the function's own cell edited, the first kernel's directory in place
+    body = "def f(x):\n    return g(x).cos()"
+    edited = _kernel(_cells("+ 1", body=body), tmp_path / "dir1")
+    assert edited["y"] == pytest.approx(torch.ones(3).add(1).cos().tolist())
+    assert edited["report"]["precompiled"][0][1] == "stale"
+    assert "the cell's code of f changed since it was saved" in edited["report"]["text"]
