@@ -71,10 +71,35 @@ class Block(torch.nn.Module):
 
 torch.manual_seed(0)
 model = Block()
-cmodel = torch.compile(model)
 x = torch.randn(1024, 128)
 def first():
-    return cmodel(x)
+    with torch.no_grad():
+        return cmodel(x)
+""",
+    ),
+    "tour-train": (
+        "the tour's block, one training step (forward and backward)",
+        """\
+import math, torch
+class Block(torch.nn.Module):
+    def __init__(self, d=128, hidden=512):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(d)
+        self.up = torch.nn.Linear(d, hidden)
+        self.down = torch.nn.Linear(hidden, d)
+
+    def forward(self, x):
+        h = self.up(self.norm(x))
+        h = 0.5 * h * (1 + torch.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h**3)))
+        return x + self.down(h)
+
+torch.manual_seed(0)
+model = Block()
+x = torch.randn(1024, 128)
+def first():
+    loss = cmodel(x).square().mean()
+    loss.backward()
+    return loss
 """,
     ),
     "gpt2": (
@@ -82,7 +107,6 @@ def first():
         """\
 import torch, models
 model = models.gpt2()
-cmodel = torch.compile(model)
 ids = torch.randint(0, 256, (1, 8), generator=torch.Generator().manual_seed(0))
 def first():
     with torch.no_grad():
@@ -94,6 +118,7 @@ def first():
 SETUP = """\
 %load_ext stance_magic
 import json, time, stance_magic
+{precompile}
 {model}
 """
 
@@ -101,6 +126,7 @@ TIMED = """\
 _t0 = time.perf_counter()
 {load}
 with stance_magic.measure() as _rep:
+    cmodel = torch.compile(model)
     _y = first()
 _t = time.perf_counter() - _t0
 print("WARM-START-RESULT " + json.dumps({{
@@ -111,6 +137,8 @@ print("WARM-START-RESULT " + json.dumps({{
     "aot_hits": _rep.compile_caches.aot_hits, "aot_misses": _rep.compile_caches.aot_misses,
     "state": _rep.compile_caches.state, "loaded_s": _rep.compile_caches.loaded_s,
     "generated_s": _rep.compile_caches.generated_s,
+    "precompiled": [p.outcome for p in _rep.precompiled],
+    "calls": [_rep.calls.cached, _rep.calls.compiled, sum(_rep.calls.eager.values())],
 }}))
 """
 
@@ -118,7 +146,12 @@ SCENARIOS = (
     ("cold", "(a) cold: empty cache directory"),
     ("disk", "(b) on-disk caches warm (same directory, new kernel)"),
     ("load", "(c) fresh directory + %stance cache load"),
+    ("pc-cold", "(d) precompile on, cold (ratios to (a))"),
+    ("pc-disk", "(e) precompile on, same directory as (d)"),
+    ("pc-load", "(f) precompile on, fresh directory + load of (d)'s file"),
 )
+#: the goal with Dynamo's precompiled frames (issue "warm start without tracing")
+PRECOMPILE_GOAL = 0.05
 
 
 class Kernel:
@@ -159,7 +192,9 @@ class Kernel:
         self.km.shutdown_kernel(now=True)
 
 
-def one_kernel(model: str, cache_dir: Path, load: Path | None, save: Path | None) -> dict:
+def one_kernel(
+    model: str, cache_dir: Path, load: Path | None, save: Path | None, precompile: bool = False
+) -> dict:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]),
@@ -170,7 +205,8 @@ def one_kernel(model: str, cache_dir: Path, load: Path | None, save: Path | None
     t0 = time.perf_counter()
     k = Kernel(env)
     try:
-        k.run(SETUP.format(model=MODELS[model][1]), timeout=300)
+        pc = "%stance cache precompile on -q" if precompile else ""
+        k.run(SETUP.format(model=MODELS[model][1], precompile=pc), timeout=300)
         ready_s = time.perf_counter() - t0
         line = f'get_ipython().run_line_magic("stance", "cache load {load} -q")' if load else ""
         text = k.run(TIMED.format(load=line), timeout=600)
@@ -196,15 +232,17 @@ def bench(models: list[str], rounds: int, work: Path) -> dict[str, Any]:
     for model in models:
         runs: dict[str, list[dict]] = {key: [] for key, _ in SCENARIOS}
         for r in range(rounds):
-            cold_dir = work / f"{model}-{r}-cold"
-            load_dir = work / f"{model}-{r}-load"
-            saved = work / f"{model}-{r}.smcache"
-            for d in (cold_dir, load_dir):
-                shutil.rmtree(d, ignore_errors=True)
-                d.mkdir(parents=True)
-            runs["cold"].append(one_kernel(model, cold_dir, None, saved))
-            runs["disk"].append(one_kernel(model, cold_dir, None, None))
-            runs["load"].append(one_kernel(model, load_dir, saved, None))
+            for pc in (False, True):
+                tag = "pc-" if pc else ""
+                cold_dir = work / f"{model}-{r}-{tag}cold"
+                load_dir = work / f"{model}-{r}-{tag}load"
+                saved = work / f"{model}-{r}-{tag}.smcache"
+                for d in (cold_dir, load_dir):
+                    shutil.rmtree(d, ignore_errors=True)
+                    d.mkdir(parents=True)
+                runs[f"{tag}cold"].append(one_kernel(model, cold_dir, None, saved, pc))
+                runs[f"{tag}disk"].append(one_kernel(model, cold_dir, None, None, pc))
+                runs[f"{tag}load"].append(one_kernel(model, load_dir, saved, None, pc))
             print(
                 f"  {model} round {r + 1}/{rounds}: "
                 + ", ".join(f"{k} {runs[k][-1]['first_s']:.2f} s" for k, _ in SCENARIOS),
@@ -235,6 +273,8 @@ def summarize(runs: dict[str, list[dict]]) -> dict[str, Any]:
             "state": rs[-1]["state"],
             "kernel_ready_s": _stat([r["kernel_ready_s"] for r in rs]),
             "kernels_compiled": rs[-1]["kernels_compiled"],
+            "precompiled": rs[-1].get("precompiled", []),
+            "calls": rs[-1].get("calls"),
         }
     res["saved_bytes"] = runs["cold"][-1].get("saved_bytes")
     return res
@@ -256,7 +296,7 @@ def format_results(res: dict[str, Any]) -> str:
         head = (
             f"  {'scenario':<55} {'first result':>13} {'ratio to (a)':>13} "
             f"{'Dynamo tracing':>15} {'compile':>9} {'FX hit/miss':>11} {'AOT hit/miss':>12} "
-            f"{'C++ kernels built':>17}"
+            f"{'C++ kernels built':>17} {'precompiled':>12}"
         )
         lines.append(head)
         for key, label in SCENARIOS:
@@ -265,13 +305,18 @@ def format_results(res: dict[str, Any]) -> str:
                 f"  {label:<55} {fmt_t(s['first_s']['median']):>13} "
                 f"{s['ratio']['median']:>12.2f}× {fmt_t(s['dynamo_s']['median']):>15} "
                 f"{fmt_t(s['compile_s']['median']):>9} {s['fx']:>11} {s['aot']:>12} "
-                f"{s['kernels_compiled']:>17}"
+                f"{s['kernels_compiled']:>17} {','.join(s['precompiled']) or '-':>12}"
             )
     if "tour" in res["models"]:
         ratio = res["models"]["tour"]["load"]["ratio"]["median"]
         verdict = "MET" if ratio <= GOAL else "MISSED"
         lines.append("")
         lines.append(f"goal (c) ≤ {GOAL}× (a) on the tour model: {ratio:.2f}×: {verdict}")
+    for model, r in res["models"].items():
+        for key in ("pc-disk", "pc-load"):
+            ratio = r[key]["ratio"]["median"]
+            verdict = "MET" if ratio <= PRECOMPILE_GOAL else "MISSED"
+            lines.append(f"goal {key} ≤ {PRECOMPILE_GOAL}× (a) on {model}: {ratio:.3f}×: {verdict}")
     return "\n".join(lines)
 
 
@@ -279,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="smoke run: tour model, 1 round")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--models", default="tour,gpt2")
+    p.add_argument("--models", default="tour,tour-train,gpt2")
     p.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = p.parse_args(argv)
     models = ["tour"] if args.quick else [m for m in args.models.split(",") if m]

@@ -849,7 +849,7 @@ def _compiles_value(rep: Any) -> str:
         n = len(rep.loaded_functions)
         text += f"; {_plural(n, 'compiled function')} loaded (no tracing)"
     used = sum(1 for p in rep.precompiled if p.outcome == "hit")
-    unused = sum(1 for p in rep.precompiled if p.outcome in ("stale", "unchecked"))
+    unused = sum(1 for p in rep.precompiled if p.outcome not in ("hit", "miss"))
     if used:
         text += f"; {_plural(used, 'precompiled frame')} used (no tracing)"
     if unused:

@@ -672,8 +672,9 @@ class PrecompiledFrame:
     ``torch.compile(fn)`` in the block: ``outcome`` is ``"hit"`` (torch
     installed the saved frame: no tracing), ``"stale"`` (the cell's code
     changed since it was saved: not used, traced again), ``"unchecked"``
-    (cell code that could not be checked: not used) or ``"miss"`` (nothing
-    saved for it)."""
+    (cell code that could not be checked: not used), ``"incomplete"`` (saved
+    without its compiled graphs: torch traces it again) or ``"miss"``
+    (nothing saved for it)."""
 
     name: str
     filename: str = ""

@@ -204,6 +204,8 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
         "blob_bytes": len(blob),
         "sha256": hashlib.sha256(blob).hexdigest(),
         "artifacts": counts,
+        # precompiled frames saved without their compiled graphs (see _BackendsMissing)
+        "precompile_without_graphs": missing.count,
     }
     data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + blob
     try:
@@ -381,6 +383,20 @@ def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
         ) from None
     counts, nbytes, keys = _counts(artifacts)
     shown = str(Path(path).expanduser())
+    notes = []
+    without = header.get("precompile_without_graphs") or 0
+    if without:
+        notes.append(
+            f"{without} of the {counts.get('precompile', 0)} precompiled frames in this file "
+            "were saved without their compiled graphs (before a training step's backward "
+            "ran, or from a backend whose graphs are not saved): torch traces and compiles "
+            "them again"
+        )
+    if counts.get("precompile") and not _precompile_on():
+        notes.append(
+            "the file holds precompiled frames, and torch's caching_precompile is off: "
+            "%stance cache precompile on (before torch.compile) to use them"
+        )
     for kind_keys in keys.values():
         for k in kind_keys:
             _LOADED[k] = shown
@@ -395,7 +411,14 @@ def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
         cache_dir=pc.cache_dir(),
         created=str(header.get("created", "")),
         keys=keys,
+        notes=notes,
     )
+
+
+def _precompile_on() -> bool:
+    from .probe import precompile as pp
+
+    return pp.available() is None and pp.enabled()
 
 
 def _size(path: str | os.PathLike[str]) -> int:

@@ -1,8 +1,8 @@
 """A "kernel" for the precompiled-frames tests: a real IPython shell in a
 process of its own (its cache directory from ``TORCHINDUCTOR_CACHE_DIR``)
 that runs the cells given as a JSON list on the command line, then prints one
-JSON object: each cell's error (or None), the value of ``y`` in the user
-namespace, torch's Dynamo-cache counters, and the last measured cell's
+JSON object: each cell's error (or None), the values of ``y`` and ``notes``
+in the user namespace, torch's Dynamo-cache counters, and the last measured cell's
 compiles, graphs, calls and precompiled-frame lookups.
 """
 
@@ -34,6 +34,7 @@ def main() -> None:
         "errors": errors,
         "y": y.tolist() if isinstance(y, torch.Tensor) else None,
         "dynamo_cache": dict(counters["dynamo_cache"]),
+        "notes": sh.user_ns.get("notes"),
         "report": None
         if rep is None
         else {

@@ -204,24 +204,33 @@ def test_panel_benchmark_quick_run(tmp_path):
 
 @pytest.mark.inductor
 def test_warm_start_benchmark_quick_run(tmp_path):
-    """bench_warm_start.py --quick: three fresh kernels (cold, on-disk warm,
-    fresh directory + %stance cache load) on the tour model with Inductor; it
-    prints every row and the goal's verdict, and the caches hit where they
-    must (timings not asserted)."""
+    """bench_warm_start.py --quick: six fresh kernels (cold, on-disk warm,
+    fresh directory + %stance cache load; each without and with Dynamo's
+    precompiled frames) on the tour model with Inductor; it prints every row
+    and the goals' verdicts, and the caches hit where they must (timings not
+    asserted)."""
     pytest.importorskip("jupyter_client")
-    text, res = _quick("bench_warm_start.py", tmp_path, timeout=600)
+    text, res = _quick("bench_warm_start.py", tmp_path, timeout=900)
     for row in (
         "(a) cold: empty cache directory",
         "(b) on-disk caches warm (same directory, new kernel)",
         "(c) fresh directory + %stance cache load",
+        "(d) precompile on, cold (ratios to (a))",
+        "(e) precompile on, same directory as (d)",
+        "(f) precompile on, fresh directory + load of (d)'s file",
     ):
         assert row in text, f"missing row {row!r} in:\n{text}"
-    assert text.count("MET") + text.count("MISSED") == 1
+    assert text.count("MET") + text.count("MISSED") == 3
     tour = res["models"]["tour"]
+    # Dynamo's precompiled frame served (e) and (f): no tracing, a cached call
+    assert tour["pc-cold"]["precompiled"] == ["miss"]
+    for key in ("pc-disk", "pc-load"):
+        assert tour[key]["precompiled"] == ["hit"], tour[key]
+        assert tour[key]["dynamo_s"]["median"] == 0 and tour[key]["calls"][:2] == [1, 0]
     assert tour["cold"]["state"] == "cold" and tour["cold"]["fx"] == "0/1"
     assert tour["disk"]["state"] == tour["load"]["state"] == "warm"
     assert tour["disk"]["fx"] == tour["load"]["fx"] == "1/0"
-    for key in ("cold", "disk", "load"):
+    for key in ("cold", "disk", "load", "pc-cold"):
         fig = tour[key]
         assert fig["first_s"]["median"] > fig["dynamo_s"]["median"] > 0
         assert fig["ratio"]["median"] > 0

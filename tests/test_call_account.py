@@ -246,7 +246,8 @@ def _outcomes_bare(sh, make: str, warm: tuple, sizes: tuple, stance: str) -> dic
     for n in warm:
         sh.user_ns["f"](torch.ones(n))
     name, _, opt = stance.partition(" ")
-    seen = {id(r) for r in get_compilation_metrics()}
+    kept = get_compilation_metrics()  # alive: a dropped record's id may be reused
+    seen = {id(r) for r in kept}
     with torch.compiler.set_stance(name, skip_guard_eval_unsafe=opt == "-u"):
         with profile(activities=[ProfilerActivity.CPU]) as p:
             exec(LOOP.replace("SIZES", repr(sizes)), sh.user_ns)

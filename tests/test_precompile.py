@@ -168,3 +168,39 @@ def test_a_new_kernel_skips_tracing_and_never_runs_an_edited_cell(tmp_path):
     assert edited["y"] == pytest.approx(torch.ones(3).add(1).cos().tolist())
     assert edited["report"]["precompiled"][0][1] == "stale"
     assert "the cell's code of f changed since it was saved" in edited["report"]["text"]
+
+
+@pytest.mark.integration
+def test_saving_before_the_first_backward_warns_and_the_load_says_so(tmp_path):
+    """torch packs a training function's precompiled frame without its
+    graphs until a backward has run ("Backend not found"): the save says so,
+    with the fix, and so does a load of that file; saved after one backward,
+    nothing to say."""
+    if pp.available() is not None:
+        pytest.skip(pp.available())
+    early, late = tmp_path / "early.smcache", tmp_path / "late.smcache"
+    setup = [
+        "%load_ext stance_magic",
+        "%stance cache precompile on",
+        "import torch, stance_magic\ntorch.manual_seed(0)\nm = torch.nn.Linear(8, 8)\n"
+        "cm = torch.compile(m)\ny = cm(torch.ones(4, 8))",
+    ]
+    forward = _kernel(
+        [*setup, f"notes = stance_magic.save_cache({str(early)!r}).notes"], tmp_path / "a"
+    )
+    assert forward["notes"] and "lack their compiled graphs" in forward["notes"][0]
+    assert "run one full step (forward and backward) before saving" in forward["notes"][0]
+    loaded = _kernel(
+        [
+            "%load_ext stance_magic",
+            "%stance cache precompile on",
+            f"import stance_magic\nnotes = stance_magic.load_cache({str(early)!r}).notes",
+        ],
+        tmp_path / "b",
+    )
+    assert loaded["notes"] and "saved without their compiled graphs" in loaded["notes"][0]
+    trained = _kernel(
+        [*setup, "y.sum().backward()", f"notes = stance_magic.save_cache({str(late)!r}).notes"],
+        tmp_path / "c",
+    )
+    assert trained["notes"] == []

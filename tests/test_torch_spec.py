@@ -522,8 +522,11 @@ def _exec(src: str, mode: str) -> dict:
     return ns
 
 
-def _new_records(before: set[int]) -> list:
-    return [r for r in get_compilation_metrics() if id(r) not in before]
+def _new_records(before: list) -> list:
+    """torch's records written since ``before`` (the records then, kept alive:
+    an id of a record torch dropped from its deque can be a new record's)."""
+    ids = {id(r) for r in before}
+    return [r for r in get_compilation_metrics() if id(r) not in ids]
 
 
 def _check_report(rep, records) -> None:
@@ -558,7 +561,7 @@ def test_torch_behaviour_is_the_same_bare_measured_and_in_a_cell(sh, tmp_path, n
     torch.compiler.reset()
     forget_first_inputs()
     ns = _exec(src, "measured")
-    before = {id(r) for r in get_compilation_metrics()}
+    before = get_compilation_metrics()
     with stance_magic.measure() as measured:
         got = _call(ns, path)
     assert same(got, bare), "inside measure()"
@@ -571,7 +574,7 @@ def test_torch_behaviour_is_the_same_bare_measured_and_in_a_cell(sh, tmp_path, n
     # some frames differently by their file: a notebook cell's or another)
     sh.user_ns.update(_exec(src, "cell"))
     sh.user_ns["_path"] = path
-    before = {id(r) for r in get_compilation_metrics()}
+    before = get_compilation_metrics()
     res = sh.run_cell(
         "%%stance default -q\n_seen = scenario(*[_path][: scenario.__code__.co_argcount])"
     )

@@ -52,6 +52,12 @@ ENTRY_ATTR = "_stance_magic_cell_code"
 HIT = "hit"  # a precompiled entry, checked (or from a .py file): no tracing
 STALE = "stale"  # the cell's code changed since it was saved: traced again
 UNCHECKED = "unchecked"  # cell code that cannot be checked: traced again
+#: the entry was saved without its compiled graphs (torch: "Backend not
+#: found"; a training step's backward had not run): torch traces it again
+INCOMPLETE = "incomplete"
+#: torch could not install the entry (rebuilding its guards raised): traced
+#: again instead of the error reaching torch.compile's caller
+UNLOADABLE = "unloadable"
 MISS = "miss"  # nothing saved for this function
 
 _log = logging.getLogger(__name__)
@@ -235,6 +241,7 @@ class SourceCheck:
         pkg = package.CompilePackage
         self._patch(pkg, "add_inlined_source", self._inlined_wrapper)
         self._patch(pkg, "cache_entry", self._entry_wrapper)
+        self._patch(pkg, "install", self._install_wrapper)
         # the instance's own attribute: torch calls DynamoCache.load(fn)
         self._patch(cache, "load", self._load_wrapper, instance=True)
         return True
@@ -291,6 +298,55 @@ class SourceCheck:
         cache_entry._stance_magic_wraps = orig  # type: ignore[attr-defined]
         return cache_entry
 
+    # CompilePackage.install(self, backends): the saved frames put in place
+    def _install_wrapper(self, orig: Any) -> Any:
+        check = self
+
+        def install(package: Any, backends: Any) -> Any:
+            try:
+                return orig(package, backends)
+            except RuntimeError:
+                raise  # torch's own fallback: it traces the function again
+            except Exception as err:
+                # torch 2.13 raises AttributeError rebuilding a dropped
+                # closure guard of some frames (GPT-2's) and lets it reach
+                # torch.compile's caller: start the package afresh and hand
+                # torch the error it falls back on (it traces again)
+                try:
+                    package.uninstall()
+                except Exception:
+                    pass
+                package._codes = {}
+                package._initialized = False
+                check._unloadable(package, err)
+                raise RuntimeError(
+                    f"stance_magic: torch could not install a precompiled frame: {err}"
+                ) from err
+
+        install._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        return install
+
+    def _unloadable(self, package: Any, err: BaseException) -> None:
+        fn = getattr(package, "_innermost_fn", None)
+        code = getattr(fn, "__code__", None)
+        name = getattr(fn, "__qualname__", "?")
+        where = (getattr(code, "co_filename", ""), getattr(code, "co_firstlineno", None))
+        # the lookup was noted a hit: it is not one
+        with self._lock:
+            for i in range(len(self._events) - 1, -1, -1):
+                e = self._events[i]
+                if e.name == name and e.outcome in (HIT, INCOMPLETE):
+                    del self._events[i]
+                    break
+        why = f"torch could not rebuild its guards ({type(err).__name__}: {err})"
+        self._note(name, where, UNLOADABLE, why)
+        from torch._dynamo.utils import counters
+
+        c = counters["dynamo_cache"]
+        if c.get("dynamo_cache_hit", 0) > 0:
+            c["dynamo_cache_hit"] -= 1
+        c["dynamo_cache_miss"] += 1
+
     # DynamoCache.load(fn): an entry for fn, or None (a miss)
     def _load_wrapper(self, orig: Any) -> Any:
         check = self
@@ -317,6 +373,16 @@ class SourceCheck:
             self._note(name, where, MISS)
             return None
         outcome, why = check_entry(inner, getattr(result, "dynamo", None))
+        if outcome == HIT:
+            missing = _missing_backends(result)
+            if missing:
+                # torch installs it and then traces the function again
+                why = (
+                    f"saved without its compiled graph{'s' if missing > 1 else ''} (before "
+                    "a training step's backward ran, or from a backend that saves none)"
+                )
+                self._note(name, where, INCOMPLETE, why)
+                return result
         self._note(name, where, outcome, why)
         if outcome == HIT:
             return result
@@ -337,3 +403,13 @@ class SourceCheck:
 
 #: the process's one check (the hooks are process-wide, as torch's cache is)
 SOURCE_CHECK = SourceCheck()
+
+
+def _missing_backends(result: Any) -> int:
+    """How many of the compiled graphs a loaded entry names it lacks."""
+    try:
+        wanted = set(result.dynamo.backend_ids)
+        have = set(result.backends or {})
+    except Exception:
+        return 0
+    return len(wanted - have)
