@@ -274,6 +274,11 @@ Line magic::
     %stance cache load PATH     load them (same torch), so that the next
                                 compile of those graphs loads them: a warm
                                 start after a kernel restart
+    %stance cache precompile on|off
+                                Dynamo's precompiled frames (torch's
+                                caching_precompile, 2.10+): the saved caches
+                                also skip Dynamo's tracing; an edited cell is
+                                traced again, never run from its old compile
     %stance panel               a widget panel to toggle the stance
 
 STANCE is one of the stances the installed torch supports: default,
@@ -310,7 +315,7 @@ ARGUMENTS = (
         help=_h(
             "The stance (left out: the session stance); on a line, or one of the "
             "commands watch on|off, history, breaks, reset, panel, bundle PATH, "
-            "cache save|load PATH."
+            "cache save|load PATH, cache precompile on|off."
         ),
     ),
     argument(
