@@ -440,6 +440,7 @@ class Recorder:
         "__weakref__",
         "_act",
         "_acts",
+        "_aot_patches",
         "_aot_seen",
         "_armed",
         "_bounds",
@@ -530,6 +531,8 @@ class Recorder:
         self._reset_hits = 0
         #: torch's attributes replaced while a window is open (see patches)
         self._patches = Patches()
+        #: aot_compile's, replaced from the first window until uninstall
+        self._aot_patches = Patches()
         #: the parts of a timed call (probe.anatomy), made with the compile_wrapper code
         self._callclock: CallClock | None = None
         #: torch.cuda, once torch is imported: a timed call asks it whether
@@ -627,28 +630,36 @@ class Recorder:
         patches = self._patches
         patches.replace(t.ef, "_callback_from_stance", cfs)
         patches.replace(t.utils, "add_compilation_metrics_to_chromium", self._on_record)
-        config = sys.modules.get("torch._dynamo.config")
-        if config is not None and getattr(config, "caching_precompile", False):
-            # the user turned torch's precompiled frames on: cells are checked
-            # (kept for the process, as torch's cache is; see probe.precompile)
-            SOURCE_CHECK.install()
-        aot = sys.modules.get(_AOT_MODULE)
-        if aot is not None:
-            # torch.compile(...).aot_compile(...) and what it makes (torch
-            # 2.9+): no dispatch, so in from the window's start
-            patches.apply(aot, _AOT_FN, lambda orig: self._wrapper(orig, self._aot_compile_wrapper))
-            cls = getattr(aot, "AOTCompiledFunction", None)
-            if cls is not None:
-                patches.apply(
-                    cls, "__call__", lambda orig: self._wrapper(orig, self._aot_call_wrapper)
-                )
-            compiler = sys.modules.get("torch.compiler")
-            if compiler is not None:
-                patches.apply(
-                    compiler, _AOT_LOAD_FN, lambda orig: self._wrapper(orig, self._aot_load_wrapper)
-                )
+        if not SOURCE_CHECK.installed:
+            config = sys.modules.get("torch._dynamo.config")
+            if config is not None and getattr(config, "caching_precompile", False):
+                # the user turned torch's precompiled frames on: cells are
+                # checked (kept for the process; see probe.precompile)
+                SOURCE_CHECK.install()
+        if not self._aot_patches:
+            self._install_aot()
         self._register_sentinel()
         self._hooks_on = True
+
+    def _install_aot(self) -> None:
+        """torch.compile(...).aot_compile(...) and what it makes (torch 2.9+):
+        no dispatch reaches them, so they are wrapped from the first window
+        on, once, and stay until :meth:`uninstall` (outside a window the
+        wrappers only pass the call on: a window's start and end patch
+        nothing more)."""
+        aot = sys.modules.get(_AOT_MODULE)
+        if aot is None:
+            return
+        patches = self._aot_patches
+        patches.apply(aot, _AOT_FN, lambda orig: self._wrapper(orig, self._aot_compile_wrapper))
+        cls = getattr(aot, "AOTCompiledFunction", None)
+        if cls is not None:
+            patches.apply(cls, "__call__", lambda orig: self._wrapper(orig, self._aot_call_wrapper))
+        compiler = sys.modules.get("torch.compiler")
+        if compiler is not None:
+            patches.apply(
+                compiler, _AOT_LOAD_FN, lambda orig: self._wrapper(orig, self._aot_load_wrapper)
+            )
 
     def _arm(self) -> None:
         """The hooks a cache lookup or a Dynamo compile needs, put in at the
@@ -868,6 +879,7 @@ class Recorder:
         self.close_all()
         self._uninstall_hooks()
         self._uninstall_log_capture()
+        self._aot_patches.restore()
 
     # -- hooks (hot path: keep them small) ---------------------------------
     def _make_hooks(self) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
