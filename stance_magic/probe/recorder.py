@@ -88,10 +88,8 @@ class Target:
     seconds: float = 0.0
     untimed: int = 0
     misses: int = 0
-    #: its calls that ran eagerly (see calls)
+    #: its calls that ran eagerly (see Window.calls)
     eager_calls: int = 0
-    #: its calls by how they ended: (CALL_ outcome, WHY_ reason) -> calls
-    calls: dict[tuple[str, str], int] = field(default_factory=dict)
     #: lookups of the function's own calls counted but not timed: after the
     #: first :data:`SAMPLE_FIRST`, only 1 in :data:`SAMPLE_EVERY` is timed
     sampled: int = 0
@@ -306,6 +304,8 @@ class _Mark:
     overhead_s: float = 0.0
     #: the lookups of Dynamo's precompiled frames so far (SOURCE_CHECK.mark())
     precompile: int = 0
+    #: the calls resolved as cached without an event so far (Recorder._cached)
+    cached: int = 0
 
 
 #: Lookups of one torch.compile'd function (since the outermost window
@@ -445,6 +445,7 @@ class Recorder:
         "_armed",
         "_bounds",
         "_breaks",
+        "_cached",
         "_callclock",
         "_calls",
         "_clock",
@@ -571,6 +572,8 @@ class Recorder:
 
     def _clear_running(self) -> None:
         self._hits = 0
+        #: calls that ran cached code, tallied (see _resolve)
+        self._cached = 0
         self._misses = 0
         self._calls = 0
         self._records: list[Any] = []
@@ -1144,6 +1147,12 @@ class Recorder:
         if self._open is act:
             self._open = None
         miss = act.miss
+        if act.hit and not raised and miss is None and len(self._records) == act.start_records:
+            # the common case, tallied, not an event: its own lookup hit, it
+            # compiled nothing and returned
+            self._cached += 1
+            act.outcome = CALL_CACHED
+            return CALL_CACHED
         if miss is not None and miss is self._pending:
             self._settle_miss()
         info = self._info
@@ -1744,6 +1753,7 @@ class Recorder:
             sampled={s: s.hits for s in self._counted.values() if s.hits},
             overhead_s=self._bounds.overhead_s,
             precompile=SOURCE_CHECK.mark(),
+            cached=self._cached,
         )
         self._marks.append(mark)
         return mark
@@ -1842,11 +1852,8 @@ class Recorder:
                 window.calls_by_stance[stance] = window.calls_by_stance.get(stance, 0) + 1
                 if outcome == CALL_EAGER and why in _NO_MISS_EAGER:
                     window.eager_calls[stance] = window.eager_calls.get(stance, 0) + 1
-                if fn is not None:
-                    t = _target(targets, fn)
-                    t.calls[k] = t.calls.get(k, 0) + 1
-                    if outcome == CALL_EAGER:
-                        t.eager_calls += 1
+                if fn is not None and outcome == CALL_EAGER:
+                    _target(targets, fn).eager_calls += 1
                 continue
             if kind == "parts":
                 obj, parts = key
@@ -1884,15 +1891,16 @@ class Recorder:
             if not hit:
                 t.misses += 1
         cached = (CALL_CACHED, "")
+        n = self._cached - mark.cached  # calls resolved cached without an event
+        if n:
+            window.calls[cached] = window.calls.get(cached, 0) + n
         for sampling in self._counted.values():
             # counted-only hits: a count per function, not an event each
             n = sampling.hits - mark.sampled.get(sampling, 0)
             if n:
                 if sampling.key not in keys:
                     keys.append(sampling.key)
-                t = _target(targets, sampling.key)
-                t.sampled += n
-                t.calls[cached] = t.calls.get(cached, 0) + n
+                _target(targets, sampling.key).sampled += n
                 window.calls[cached] = window.calls.get(cached, 0) + n
         for obj in keys:
             self._lookup_bound(obj, _target(targets, obj))
