@@ -591,3 +591,8 @@ def test_torch_behaviour_is_the_same_bare_measured_and_in_a_cell(sh, tmp_path, n
     # that raised a compile error (not "ran eagerly")
     raised = sum(1 for f in rep.frames if f.failed and f.raised and not f.aot)
     assert raised == rep.calls.failed.get("compile error", 0), rep.frames
+    if name == "aot_compile refuses a graph break":
+        # named after the function, failed, raised to the caller: nothing ran
+        (frame,) = rep.frames
+        assert frame.aot and frame.failed and frame.raised and frame.name.endswith("foo")
+        assert "(backward)" not in str(rep) and "ran eagerly" not in str(rep)
