@@ -237,13 +237,19 @@ class SourceCheck:
         import torch._dynamo.package as package
 
         self._clock = time.perf_counter
-        cache = package.DynamoCache
-        pkg = package.CompilePackage
-        self._patch(pkg, "add_inlined_source", self._inlined_wrapper)
-        self._patch(pkg, "cache_entry", self._entry_wrapper)
-        self._patch(pkg, "install", self._install_wrapper)
-        # the instance's own attribute: torch calls DynamoCache.load(fn)
-        self._patch(cache, "load", self._load_wrapper, instance=True)
+        try:
+            cache = package.DynamoCache
+            pkg = package.CompilePackage
+            self._patch(pkg, "add_inlined_source", self._inlined_wrapper)
+            self._patch(pkg, "cache_entry", self._entry_wrapper)
+            self._patch(pkg, "install", self._install_wrapper)
+            # the instance's own attribute: torch calls DynamoCache.load(fn)
+            self._patch(cache, "load", self._load_wrapper, instance=True)
+        except AttributeError:
+            # a torch whose package cache is laid out otherwise: no check
+            # rather than half of one
+            self.uninstall()
+            return False
         return True
 
     def uninstall(self) -> None:
