@@ -282,7 +282,13 @@ def precompile(on: bool | None = None) -> str:
         if on:
             raise WarmStartError(problem)
         return f"stance_magic: precompiled frames off ({problem})"
-    pp.SOURCE_CHECK.install()
+    if not pp.SOURCE_CHECK.install():
+        if on:
+            raise WarmStartError(
+                "this torch's Dynamo cache is laid out otherwise: its saved frames cannot be "
+                "checked against the cells' code, so precompiled frames stay off"
+            )
+        return "stance_magic: precompiled frames off (this torch's Dynamo cache cannot be checked)"
     if on is not None:
         pp.set_enabled(on)
     if pp.enabled():
