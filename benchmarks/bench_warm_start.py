@@ -60,10 +60,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 GOAL = 0.2
 
-MODELS = {
-    "tour": (
-        "the tour's block (LayerNorm + MLP, 1024×128)",
-        """\
+#: the tour's block (notebooks/01_tour.ipynb), built with its input
+TOUR_BLOCK = """\
 import math, torch
 class Block(torch.nn.Module):
     def __init__(self, d=128, hidden=512):
@@ -80,6 +78,13 @@ class Block(torch.nn.Module):
 torch.manual_seed(0)
 model = Block()
 x = torch.randn(1024, 128)
+"""
+
+MODELS = {
+    "tour": (
+        "the tour's block (LayerNorm + MLP, 1024×128)",
+        TOUR_BLOCK
+        + """\
 def first():
     with torch.no_grad():
         return cmodel(x)
@@ -87,23 +92,8 @@ def first():
     ),
     "tour-train": (
         "the tour's block, one training step (forward and backward)",
-        """\
-import math, torch
-class Block(torch.nn.Module):
-    def __init__(self, d=128, hidden=512):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(d)
-        self.up = torch.nn.Linear(d, hidden)
-        self.down = torch.nn.Linear(hidden, d)
-
-    def forward(self, x):
-        h = self.up(self.norm(x))
-        h = 0.5 * h * (1 + torch.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h**3)))
-        return x + self.down(h)
-
-torch.manual_seed(0)
-model = Block()
-x = torch.randn(1024, 128)
+        TOUR_BLOCK
+        + """\
 def first():
     loss = cmodel(x).square().mean()
     loss.backward()

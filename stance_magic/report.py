@@ -119,10 +119,7 @@ class FrameCompile:
 
     @property
     def where(self) -> str:
-        loc = self.file or self.filename or "?"
-        if not self.line:
-            return f"{self.name} ({loc})"
-        return f"{self.name} ({place(loc, self.line)})"
+        return _named_place(self.name, self.file or self.filename, self.line)
 
     @property
     def source(self) -> str:
@@ -666,6 +663,12 @@ class Gathered:
     mode: str = "summary"
 
 
+def _named_place(name: str, loc: str, line: int | None) -> str:
+    """``f (In [3], line 2)``: a name and where it is (``?`` for no file)."""
+    loc = loc or "?"
+    return f"{name} ({place(loc, line)})" if line else f"{name} ({loc})"
+
+
 @dataclass(frozen=True)
 class PrecompiledFrame:
     """A lookup of Dynamo's precompiled frames (``caching_precompile``) at a
@@ -685,10 +688,7 @@ class PrecompiledFrame:
 
     @property
     def where(self) -> str:
-        loc = self.file or self.filename or "?"
-        if not self.line:
-            return f"{self.name} ({loc})"
-        return f"{self.name} ({place(loc, self.line)})"
+        return _named_place(self.name, self.file or self.filename, self.line)
 
 
 @dataclass(frozen=True)
@@ -708,10 +708,7 @@ class LoadedFunction:
 
     @property
     def where(self) -> str:
-        loc = self.file or self.filename or "?"
-        if not self.line:
-            return f"{self.name} ({loc})"
-        return f"{self.name} ({place(loc, self.line)})"
+        return _named_place(self.name, self.file or self.filename, self.line)
 
 
 @dataclass(frozen=True)

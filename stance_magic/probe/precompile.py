@@ -346,12 +346,7 @@ class SourceCheck:
                     break
         why = f"torch could not rebuild its guards ({type(err).__name__}: {err})"
         self._note(name, where, UNLOADABLE, why)
-        from torch._dynamo.utils import counters
-
-        c = counters["dynamo_cache"]
-        if c.get("dynamo_cache_hit", 0) > 0:
-            c["dynamo_cache_hit"] -= 1
-        c["dynamo_cache_miss"] += 1
+        _not_a_hit()
 
     # DynamoCache.load(fn): an entry for fn, or None (a miss)
     def _load_wrapper(self, orig: Any) -> Any:
@@ -392,13 +387,7 @@ class SourceCheck:
         self._note(name, where, outcome, why)
         if outcome == HIT:
             return result
-        from torch._dynamo.utils import counters
-
-        # torch counted a hit: it is a miss now (torch traces the function)
-        c = counters["dynamo_cache"]
-        if c.get("dynamo_cache_hit", 0) > 0:
-            c["dynamo_cache_hit"] -= 1
-        c["dynamo_cache_miss"] += 1
+        _not_a_hit()  # torch counted a hit: it traces the function instead
         return None
 
     def _note(self, name: str, where: tuple[str, int | None], outcome: str, why: str = "") -> None:
@@ -409,6 +398,17 @@ class SourceCheck:
 
 #: the process's one check (the hooks are process-wide, as torch's cache is)
 SOURCE_CHECK = SourceCheck()
+
+
+def _not_a_hit() -> None:
+    """torch's Dynamo-cache counters, corrected: the lookup it counted a hit
+    was not used (the function is traced again): a miss."""
+    from torch._dynamo.utils import counters
+
+    c = counters["dynamo_cache"]
+    if c.get("dynamo_cache_hit", 0) > 0:
+        c["dynamo_cache_hit"] -= 1
+    c["dynamo_cache_miss"] += 1
 
 
 def _missing_backends(result: Any) -> int:
