@@ -2059,14 +2059,20 @@ def _describe_aot(obj: Any) -> tuple[str, str, int | None]:
 def _has_precompiled(fn: Any) -> bool:
     """Whether torch installed precompiled frames (caching_precompile) for
     ``fn``'s code: a call that neither looked up nor compiled ran one."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return False
     try:
         from torch._C._dynamo.eval_frame import _debug_get_precompile_entries
     except ImportError:  # a torch without them
         return False
-    try:
-        return bool(_debug_get_precompile_entries(code))
-    except Exception:
-        return False
+    # a compiled module is called through its _call_impl; torch keys its
+    # precompiled frame on its forward (torch.compile's fn.forward)
+    owner = getattr(fn, "__self__", None)
+    for obj in (fn, getattr(owner, "forward", None)):
+        code = getattr(obj, "__code__", None)
+        if code is None:
+            continue
+        try:
+            if _debug_get_precompile_entries(code):
+                return True
+        except Exception:
+            continue
+    return False
