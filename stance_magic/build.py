@@ -407,7 +407,7 @@ def _notes(
     window = closed.window
     notes = []
     block = closed.stance.name
-    own = [s for s in window.calls_by_stance if s and s != block]
+    own = sorted(s for s in window.call_stances if s and s != block)
     if own:
         notes.append(
             f"the cell's own code set a stance: calls ran under {' and '.join(own)} too "

@@ -159,6 +159,18 @@ def is_cell_code(code: types.CodeType) -> bool:
         return True
 
 
+def _qualname(code: types.CodeType) -> str:
+    """A code object's qualified name (its plain name before Python 3.11)."""
+    return getattr(code, "co_qualname", code.co_name)
+
+
+def _named(fn: Any) -> tuple[str, tuple[str, int | None]]:
+    """How a lookup's event names ``fn``: (name, (file, first line))."""
+    code = getattr(fn, "__code__", None)
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", "?"))
+    return name, (getattr(code, "co_filename", ""), getattr(code, "co_firstlineno", None))
+
+
 def _resolve(fn: Any, qualname: str) -> types.CodeType | None:
     """The code now behind ``qualname`` as seen from ``fn``'s globals (a
     top-level function, or a class's method): None where it cannot be found
@@ -189,7 +201,7 @@ def check_entry(fn: Any, entry: Any) -> tuple[str, str]:
     saved: dict[str, str] | None = getattr(entry, ENTRY_ATTR, None)
     if saved is None:
         return UNCHECKED, "saved without stance_magic's source check (cell code torch cannot check)"
-    mine = main.co_qualname if hasattr(main, "co_qualname") else main.co_name
+    mine = _qualname(main)
     for qualname, fp in saved.items():
         code = main if qualname == mine else _resolve(fn, qualname)
         if code is None:
@@ -276,8 +288,7 @@ class SourceCheck:
                 cells = package.__dict__.setdefault(ENTRY_ATTR, {})
                 for code in sources or ():
                     if isinstance(code, types.CodeType) and is_cell_code(code):
-                        name = getattr(code, "co_qualname", code.co_name)
-                        cells[name] = fingerprint(code)
+                        cells[_qualname(code)] = fingerprint(code)
             except Exception:
                 _log.debug("stance_magic: no fingerprint", exc_info=True)
             return orig(package, sources)
@@ -294,7 +305,7 @@ class SourceCheck:
                 fn = getattr(package, "_innermost_fn", None)
                 main = getattr(fn, "__code__", None)
                 if isinstance(main, types.CodeType) and is_cell_code(main):
-                    cells[getattr(main, "co_qualname", main.co_name)] = fingerprint(main)
+                    cells[_qualname(main)] = fingerprint(main)
                 if cells:
                     setattr(entry, ENTRY_ATTR, cells)
             except Exception:
@@ -333,10 +344,7 @@ class SourceCheck:
         return install
 
     def _unloadable(self, package: Any, err: BaseException) -> None:
-        fn = getattr(package, "_innermost_fn", None)
-        code = getattr(fn, "__code__", None)
-        name = getattr(fn, "__qualname__", "?")
-        where = (getattr(code, "co_filename", ""), getattr(code, "co_firstlineno", None))
+        name, where = _named(getattr(package, "_innermost_fn", None))
         # the lookup was noted a hit: it is not one
         with self._lock:
             for i in range(len(self._events) - 1, -1, -1):
@@ -367,9 +375,7 @@ class SourceCheck:
         from torch._dynamo.eval_frame import innermost_fn
 
         inner = innermost_fn(fn)
-        code = getattr(inner, "__code__", None)
-        name = getattr(inner, "__qualname__", getattr(inner, "__name__", "?"))
-        where = (getattr(code, "co_filename", ""), getattr(code, "co_firstlineno", None))
+        name, where = _named(inner)
         if result is None:
             self._note(name, where, MISS)
             return None

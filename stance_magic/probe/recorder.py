@@ -224,9 +224,9 @@ class Window:
     #: every torch.compile call of the window by how it ended: (CALL_ outcome,
     #: WHY_ reason or "") -> calls; they add up to :attr:`compiled_calls`
     calls: dict[tuple[str, str], int] = field(default_factory=dict)
-    #: the stances in force at those calls (the counted-only hits of a
-    #: function past its first lookups left out) -> calls
-    calls_by_stance: dict[str, int] = field(default_factory=dict)
+    #: the stances in force at those calls (but the counted-only and the
+    #: tallied cached ones: see Recorder._resolve)
+    call_stances: set[str] = field(default_factory=set)
     #: torch.compiler.reset() ran inside the window
     reset_seen: bool = False
     #: seconds the recorder's own use of torch's profiler took inside the
@@ -1849,7 +1849,7 @@ class Recorder:
                 fn, outcome, why, stance = key
                 k = (outcome, why)
                 window.calls[k] = window.calls.get(k, 0) + 1
-                window.calls_by_stance[stance] = window.calls_by_stance.get(stance, 0) + 1
+                window.call_stances.add(stance)
                 if outcome == CALL_EAGER and why in _NO_MISS_EAGER:
                     window.eager_calls[stance] = window.eager_calls.get(stance, 0) + 1
                 if fn is not None and outcome == CALL_EAGER:
