@@ -15,7 +15,8 @@ browser. The notebooks under ``notebooks/`` are left untouched.
 
 ``--save`` executes the given notebooks (all ``NN_*.ipynb`` by default) and
 writes their outputs back into the files, as they are committed; nbval then
-checks fresh runs against them (``make test``).
+checks fresh runs of the cells tagged ``nbval-check-output`` against them
+(``make test``). Cell metadata, tags included, is kept as it is.
 """
 
 from __future__ import annotations

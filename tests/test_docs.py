@@ -68,6 +68,27 @@ def test_every_notebook_is_stored_clean():
         assert stored_outputs.problems(json.loads(path.read_text())) == [], path.name
 
 
+def test_notebooks_mark_nbval_cells_with_tags_not_comments():
+    """nbval's markers are cell tags (``nbval-check-output``): a ``# NBVAL_...``
+    comment would show in every rendered notebook, and a misspelt tag is not read."""
+    plugin = pytest.importorskip("nbval.plugin")
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            lines = "".join(cell["source"]).splitlines()
+            comments = [
+                ln
+                for ln in map(str.strip, lines)
+                if ln.startswith("#") and ln.lstrip("#").strip() in plugin.comment_markers
+            ]
+            assert not comments, (path.name, lines[:2])
+            tags = cell["metadata"].get("tags", [])
+            for tag in tags:
+                if tag.startswith("nbval"):
+                    assert tag in plugin.metadata_tags, (path.name, tag)
+
+
 def _site(tmp_path: Path, broken: bool) -> subprocess.CompletedProcess[str]:
     """A tiny copy of the site: the real conf.py and extension, two pages and a notebook."""
     root = tmp_path / ("broken" if broken else "clean")
