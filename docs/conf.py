@@ -133,6 +133,22 @@ def _numpydoc(app, what, name, obj, options, lines):  # type: ignore[no-untyped-
     lines[:] = NumpyDocstring(lines, config, app, what, name, obj, options).lines()
 
 
+# A ``**deprecated`` catch-all (``measure(**deprecated)``: the earlier names of
+# renamed keywords, which warn and are handed on) is not API to show: a variadic
+# keyword parameter is always the signature's last, so it goes up to the ")".
+_DEPRECATED_KWARGS = re.compile(r"(?:,\s*|(?<=\())\*\*deprecated\b.*\)$")
+
+
+def _hide_deprecated_kwargs(app, what, name, obj, options, signature, return_annotation):  # type: ignore[no-untyped-def]
+    """Drop a ``**deprecated`` parameter from a rendered signature."""
+    if not signature or "**deprecated" not in signature:
+        return None
+    shown = _DEPRECATED_KWARGS.sub(")", signature)
+    # a bare "*" left last (keyword-only marker with no keywords after it)
+    return re.sub(r"(?:,\s*|(?<=\())\*\)$", ")", shown), return_annotation
+
+
 def setup(app):  # type: ignore[no-untyped-def]
     app.connect("autodoc-skip-member", _report_members)
     app.connect("autodoc-process-docstring", _numpydoc)
+    app.connect("autodoc-process-signature", _hide_deprecated_kwargs)

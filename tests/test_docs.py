@@ -89,6 +89,32 @@ def test_notebooks_mark_nbval_cells_with_tags_not_comments():
                     assert tag in plugin.metadata_tags, (path.name, tag)
 
 
+def test_api_signatures_hide_the_deprecated_catch_all():
+    """``measure(**deprecated)`` takes the renamed keywords' old names; the API
+    page's signature leaves it out (docs/conf.py's autodoc-process-signature hook)."""
+    import importlib.util
+    import inspect
+
+    import stance_magic
+
+    spec = importlib.util.spec_from_file_location("stance_magic_docs_conf", DOCS / "conf.py")
+    assert spec and spec.loader
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    hide = conf._hide_deprecated_kwargs
+
+    sig = inspect.signature(stance_magic.measure)
+    assert "deprecated" in sig.parameters  # still there: the old names warn
+    for shown in (
+        str(sig.replace(return_annotation=inspect.Signature.empty)),
+        "(a=1, **deprecated)",
+    ):
+        new, _ = hide(None, "function", "stance_magic.measure", None, {}, shown, None)
+        assert "deprecated" not in new and new.endswith(")"), new
+    assert new == "(a=1)"
+    assert hide(None, "function", "f", None, {}, "(a, **kwargs)", None) is None
+
+
 def _site(tmp_path: Path, broken: bool) -> subprocess.CompletedProcess[str]:
     """A tiny copy of the site: the real conf.py and extension, two pages and a notebook."""
     root = tmp_path / ("broken" if broken else "clean")
