@@ -261,7 +261,7 @@ class StanceMagics(Magics):
                 base=self.engine.session,
             )
             self._warn_before_running(stance)
-            previous = str(self.engine.set_session(stance))
+            previous = self.engine.set_session(stance).nested_text()
         stances = ranks.session_stances(self.engine.session)
         if stances is not None and not args.quiet:
             later = " after this cell" if self.engine.in_cell else ""
@@ -272,7 +272,7 @@ class StanceMagics(Magics):
         previous = self.engine.set_session(stance)
         if not quiet:
             later = " after this cell" if self.engine.in_cell else ""
-            print(f"session stance: {stance} (was: {previous}){later}")
+            print(f"session stance: {stance} (was: {previous.nested_text()}){later}")
 
     def _warn_before_running(self, stance: Stance) -> None:
         """What the user should know before running under ``stance`` (each

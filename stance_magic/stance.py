@@ -59,13 +59,31 @@ class Stance:
             return b
         return getattr(b, "__name__", None) or type(b).__name__
 
-    def __str__(self) -> str:
+    def _extras(self) -> list[str]:
         extras = []
         if self.backend is not None:
             extras.append(f"backend={self.backend_name}")
         if self.skip_guard_eval_unsafe:
             extras.append("skip_guard_eval_unsafe")
+        return extras
+
+    def __str__(self) -> str:
+        extras = self._extras()
         return self.name + (f" ({', '.join(extras)})" if extras else "")
+
+    def nested_text(self) -> str:
+        """The stance as text inside parentheses of a message, as in
+        ``(was: ...)``: its backend and flag follow its name after commas
+        rather than in parentheses of their own.
+
+        Examples
+        --------
+        >>> Stance("default", True, "eager").nested_text()
+        'default, backend=eager, skip_guard_eval_unsafe'
+        >>> Stance("force_eager").nested_text()
+        'force_eager'
+        """
+        return ", ".join([self.name, *self._extras()])
 
     def __repr__(self) -> str:
         backend = self.backend if not callable(self.backend) else self.backend_name

@@ -398,7 +398,11 @@ class StancePanel(_Base):
         elif event == "cell":
             self._cell_stance = value
             session = self._engine.session
-            own = "" if value == session else f" (its own stance; the session stays {session})"
+            own = (
+                ""
+                if value == session
+                else f" (its own stance; the session stays {session.nested_text()})"
+            )
             self._live.set_title(0, f"a %%stance cell is running under {value}{own}…")
         elif event == "watch":
             self._sync_watch(bool(value))
@@ -566,12 +570,12 @@ class StancePanel(_Base):
             self._sync_controls(self._engine.session)
             self._say(f"not applied: {err}", error=True)
             return
-        text = f"session stance: {stance} (was: {previous})"
+        text = f"session stance: {stance} (was: {previous.nested_text()})"
         if self._engine.deferring:
             text += " from the next cell (a cell is running)"
         elif held_back:
             text += (
-                f"; chosen while a cell was running (it ran under {previous}): "
+                f"; chosen while a cell was running (it ran under {previous.nested_text()}): "
                 "applies from the next cell"
             )
         self._engine.announce(f"{note}; {text}" if note else text)

@@ -140,6 +140,23 @@ def test_bad_line_magic_input(shell):
     assert stance_magic.current_stance().name == "default"
 
 
+def test_a_previous_stance_with_a_backend_reads_without_nested_parentheses(shell):
+    """A stance named inside "(was: ...)" gives its backend and flag after
+    commas: "(was: default (backend=eager))" read badly."""
+    _, cap = run(shell, "%stance default -b eager")
+    assert "session stance: default (backend=eager) (was: default)" in cap.stdout
+    _, cap = run(shell, "%stance default")
+    assert "session stance: default (was: default, backend=eager)" in cap.stdout
+    run(shell, "%stance default -b eager -u")
+    _, cap = run(shell, "%stance force_eager")
+    assert (
+        "session stance: force_eager (was: default, backend=eager, skip_guard_eval_unsafe)"
+        in cap.stdout
+    )
+    assert "((" not in cap.stdout and "))" not in cap.stdout
+    run(shell, "%stance default -q")
+
+
 def test_backend_suggestions_offer_notebook_functions(shell):
     shell.run_cell("def my_compiler(gm, ex):\n    return gm.forward")
     res, _ = run(shell, "%stance default -b my_compilr")

@@ -194,6 +194,8 @@ def test_backend_chooser(ip: Any, make_panel: Any) -> None:
     assert get_engine().session == make_stance("force_eager")
     assert ui(p).backend.value == NO_BACKEND and ui(p).backend.disabled
     assert "backend eager dropped" in ui(p).message.value
+    # the previous stance reads without parentheses inside "(was: ...)"
+    assert "session stance: force_eager (was: default, backend=eager)" in ui(p).message.value
     assert ui(p).message.value == ui(other).message.value
 
     # Forcing one anyway is explained and undone, never left to the next cell.
