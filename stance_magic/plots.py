@@ -271,6 +271,30 @@ def history_cells(reports: Sequence[Any], limit: int | None = None) -> tuple[lis
     return shown, total
 
 
+#: The stance key under the chart: its text size, one line's height and the
+#: room between two names (pixels).
+KEY_PT = 7.5
+KEY_LINE_PX = 17
+_KEY_GAP_PX = 10
+
+
+def _key_lines(widths: Sequence[float], first_room: float, room: float) -> list[list[int]]:
+    """The stance key's names laid out in lines, in their order: the first line
+    has ``first_room`` pixels (beside the caption), the others ``room``; a
+    name that fits no line (wider than ``room``) gets a line of its own."""
+    lines: list[list[int]] = [[]]
+    used, limit = 0.0, first_room
+    for i, w in enumerate(widths):
+        x = used + _KEY_GAP_PX if lines[-1] else 0.0
+        # no room left: a new line (the caption's may stay without a name)
+        if x + w > limit and (lines[-1] or len(lines) == 1):
+            lines.append([])
+            x, limit = 0.0, room
+        lines[-1].append(i)
+        used = x + w
+    return lines
+
+
 def _char_px(size_pt: float) -> float:
     """The average width of a character of DejaVu Sans (about 0.6 em), in pixels."""
     return size_pt * DPI / 72 * 0.6
@@ -296,12 +320,17 @@ def history_figure(
     wall time, recompiles, graph breaks and failures written above it, the
     stance of each run of cells in a band on top and IPython's ``In [M]``
     under it. Only the last cells that fit ``width_px`` are drawn (see
-    :func:`history_cells`), at exactly ``width_px`` × ``height_px`` pixels.
+    :func:`history_cells`), at exactly ``width_px`` × ``height_px`` pixels,
+    and :data:`KEY_LINE_PX` more for each further line the stance key needs:
+    the key, under the chart, names in full each stance whose name does not
+    fit its span of the band.
 
     ``transparent`` leaves the background clear, for a front end that themes
     it (the panel inverts the image in a dark theme).
     """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.font_manager import FontProperties
     from matplotlib.patches import Patch
 
     reps = list(reports)
@@ -310,12 +339,52 @@ def history_figure(
     if transparent:
         fig.patch.set_alpha(0.0)
     W, H = float(width_px), float(height_px)
+    n = len(shown)
+    # Fixed slots, filled from the left: a bar is as wide with 2 cells as with 13.
+    slots = max(n, history_capacity(width_px))
+    plot_w = W - _LEFT_PX - _RIGHT_PX
+    slot = plot_w / slots
+    memory = any(r.memory for r in shown)
+
+    # The stance band's spans (a run of cells under one stance each), and the
+    # key: every stance whose name does not fit its span, measured and laid out
+    # in lines under the chart before anything is drawn (the figure grows a
+    # line at a time; the chart itself keeps its size).
+    spans: list[tuple[int, int, str]] = []
+    start = 0
+    for i in range(1, n + 1):
+        if i < n and shown[i].same_stance(shown[start]):
+            continue
+        r = shown[start]
+        spans.append((start, i, stance_text(r.stance, r.skip_guard_eval_unsafe, r.backend)))
+        start = i
+    unnamed: list[str] = []
+    for a, b, label in spans:
+        if _fit(label, (b - a) * slot - 6, KEY_PT) != label and label not in unnamed:
+            unnamed.append(label)
+    caption = "↻ recompiles · ⎇ graph breaks · ✗ failed (hatched)"
+    if memory:
+        caption += " · ◆ peak memory (-m)"
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    font = FontProperties(size=KEY_PT)
+
+    def text_px(text: str) -> float:
+        return float(renderer.get_text_width_height_descent(text, font, ismath=False)[0])
+
+    key_x0 = 8.0
+    room = W - _RIGHT_PX - key_x0
+    key_lines = _key_lines(
+        [text_px(label) for label in unnamed], room - text_px(caption) - 12, room
+    )
+    extra_px = KEY_LINE_PX * (len(key_lines) - 1)
+    if extra_px:
+        H += extra_px
+        fig.set_size_inches(W / DPI, H / DPI)
 
     def rect(left: float, bottom: float, width: float, height: float) -> list[float]:
         return [left / W, bottom / H, width / W, height / H]
 
-    top_px, band_px, bottom_px = 26, 18, 42
-    plot_w = W - _LEFT_PX - _RIGHT_PX
+    top_px, band_px, bottom_px = 26, 18, 42 + extra_px
     plot_h = H - top_px - band_px - 4 - bottom_px
     ax = fig.add_axes(rect(_LEFT_PX, bottom_px, plot_w, plot_h))
     band = fig.add_axes(rect(_LEFT_PX, bottom_px + plot_h + 4, plot_w, band_px))
@@ -342,7 +411,6 @@ def history_figure(
         )
         return fig
 
-    n = len(shown)
     x = list(range(n))
     walls = [r.wall_s for r in shown]
     scale, unit = _unit(max([*walls, 1e-9]))
@@ -369,7 +437,6 @@ def history_figure(
             hatch="////",
             linewidth=1.2,
         )
-    memory = any(r.memory for r in shown)
     # Headroom for up to three lines of figures above the tallest bar (four
     # when cells measured memory: their peak is one more line).
     top = max(bottom) or 1.0
@@ -403,8 +470,6 @@ def history_figure(
                 color=color,
                 annotation_clip=False,
             )
-    # Fixed slots, filled from the left: a bar is as wide with 2 cells as with 13.
-    slots = max(n, history_capacity(width_px))
     ax.set_xlim(-0.5, slots - 0.5)
     ax.set_xticks(x, [cell_label(r) for r in shown], fontsize=8, color=INK)
     ax.tick_params(axis="x", length=0, pad=3)
@@ -418,34 +483,19 @@ def history_figure(
         ax.spines[side].set_color(INK_SOFT)
 
     # The stance band: one span per run of cells under the same stance, named
-    # where the name fits; a key at the bottom names those that do not.
+    # where the name fits (shortened with … where six characters or more fit);
+    # the key at the bottom names in full those that do not.
     band.set_xlim(-0.5, slots - 0.5)
     band.set_ylim(0, 1)
     tints: dict[str, str] = {}
-    unnamed: list[str] = []
-    start = 0
-    slot = plot_w / slots
-    for i in range(1, n + 1):
-        if i < n and shown[i].same_stance(shown[start]):
-            continue
-        r = shown[start]
-        label = stance_text(r.stance, r.skip_guard_eval_unsafe, r.backend)
+    for a, b, label in spans:
         tint = tints.setdefault(label, STANCE_TINTS[len(tints) % len(STANCE_TINTS)])
-        band.axvspan(start - 0.5 + 0.03, i - 0.5 - 0.03, color=tint, linewidth=0)
-        fitted = _fit(label, (i - start) * slot - 6, 7.5)
-        if fitted != label and label not in unnamed:
-            unnamed.append(label)
+        band.axvspan(a - 0.5 + 0.03, b - 0.5 - 0.03, color=tint, linewidth=0)
+        fitted = _fit(label, (b - a) * slot - 6, KEY_PT)
         if fitted == label or len(fitted) >= 6:
             band.text(
-                (start + i - 1) / 2,
-                0.5,
-                fitted,
-                ha="center",
-                va="center",
-                fontsize=7.5,
-                color=INK,
+                (a + b - 1) / 2, 0.5, fitted, ha="center", va="center", fontsize=KEY_PT, color=INK
             )
-        start = i
 
     handles = [
         Patch(color=COLORS["compile"], label="compile"),
@@ -465,40 +515,34 @@ def history_figure(
         handletextpad=0.4,
         labelcolor=INK,
     )
-    caption = "↻ recompiles · ⎇ graph breaks · ✗ failed (hatched)"
-    if memory:
-        caption += " · ◆ peak memory (-m)"
-    note = fig.text(
-        1 - _RIGHT_PX / W, 5 / H, caption, fontsize=7.5, color=INK_SOFT, ha="right", va="bottom"
+    # The caption on the key's first line, at the right; the key's names on
+    # their tints, in lines from the left (the first line left of the caption).
+    first_y = 5.0 + extra_px
+    fig.text(
+        1 - _RIGHT_PX / W,
+        first_y / H,
+        caption,
+        fontsize=KEY_PT,
+        color=INK_SOFT,
+        ha="right",
+        va="bottom",
     )
-    # The key: every stance whose name did not fit its span, on its tint,
-    # left of the caption (measured, so the two never overlap).
-    if unnamed:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-        renderer = FigureCanvasAgg(fig).get_renderer()
-        room = note.get_window_extent(renderer).x0 - 12
-        x_px = 8.0
-        for label in unnamed:
-            key = fig.text(
+    for k, line in enumerate(key_lines):
+        x_px = key_x0
+        for i in line:
+            label = unnamed[i]
+            shown_label = label if text_px(label) <= room else _fit(label, room, KEY_PT)
+            fig.text(
                 x_px / W,
-                5 / H,
-                label,
-                fontsize=7.5,
+                (first_y - KEY_LINE_PX * k) / H,
+                shown_label,
+                fontsize=KEY_PT,
                 color=INK,
                 ha="left",
                 va="bottom",
                 bbox={"facecolor": tints[label], "edgecolor": "none", "pad": 1.5},
             )
-            right = key.get_window_extent(renderer).x1
-            if right > room:
-                fitted = _fit(label, room - x_px, 7.5)
-                if len(fitted) < 6:
-                    key.remove()
-                    break
-                key.set_text(fitted)
-                break
-            x_px = right + 10
+            x_px += text_px(label) + _KEY_GAP_PX
     return fig
 
 
