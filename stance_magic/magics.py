@@ -25,7 +25,18 @@ from .display import can_show_images, display_text, notice, show
 from .engine import Engine, get_engine, reset_note
 from .execution import compile_cell
 from .notebook import cell_number
-from .options import COMMANDS, declare, finish_help, form_of, max_repeat, validate_args
+from .options import (
+    BUNDLE_USAGE,
+    CACHE_USAGE,
+    COMMANDS,
+    PRECOMPILE_USAGE,
+    declare,
+    finish_help,
+    form_of,
+    max_repeat,
+    validate_args,
+    word_problem,
+)
 from .probe import CompiledRegionError, TorchSupportError
 from .spec import MeasureSpec
 from .stance import Stance, StanceError, make_stance, supported_stances
@@ -45,10 +56,39 @@ def _parse_cached(line: str, cell: bool) -> tuple[Any, str]:
         argv = shlex.split(line)
     except ValueError as err:
         raise UsageError(f"%stance: cannot parse {line!r}: {err}") from None
-    args = StanceMagics.stance.parser.parse_args(argv)
+    parser = StanceMagics.stance.parser
+    try:
+        args = parser.parse_args(argv)
+    except UsageError:
+        # argparse refused an option; a wrong word of the line is the more
+        # useful error, so it is looked for first
+        problem = _word_problem_of(parser, argv, cell)
+        if problem:
+            raise UsageError(problem) from None
+        raise
     form = form_of(args, cell)
-    validate_args(args, form, StanceMagics.stance.parser)
+    validate_args(args, form, parser)
     return args, form
+
+
+def _word_problem_of(parser: Any, argv: list[str], cell: bool) -> str | None:
+    """The first wrong word of a line argparse refused (see
+    :func:`~stance_magic.options.word_problem`): its words as argparse reads
+    them past the options it does not know, or, where an option itself is
+    broken (``-b`` without its NAME), the words before the first option."""
+    try:
+        args, _ = parser.parse_known_args(argv)
+    except UsageError:
+        leading: list[str] = []
+        for token in argv:
+            if token.startswith("-"):
+                break
+            leading.append(token)
+        try:
+            args, _ = parser.parse_known_args(leading)
+        except UsageError:
+            return None
+    return word_problem(args, form_of(args, cell))
 
 
 def _parse(line: str, cell: bool) -> tuple[Any, str]:
@@ -344,7 +384,7 @@ class StanceMagics(Magics):
         from .share import BundleError, bundle
 
         if len(rest) != 1:
-            raise StanceError("usage: %stance bundle PATH.zip (the last measured cell)")
+            raise StanceError(BUNDLE_USAGE)
         if not self.engine.history:
             raise StanceError("%stance bundle: no measured cell yet (run a %%stance cell first)")
         try:
@@ -361,10 +401,7 @@ class StanceMagics(Magics):
         if rest[:1] == ["precompile"]:
             return self._cmd_precompile(args, rest[1:])
         if len(rest) != 2 or rest[0] not in ("save", "load"):
-            raise UsageError(
-                "usage: %stance cache save PATH | %stance cache load PATH | "
-                "%stance cache precompile [on|off]"
-            )
+            raise UsageError(CACHE_USAGE)
         try:
             info = (warm.save_cache if rest[0] == "save" else warm.load_cache)(rest[1])
         except warm.WarmStartError as err:
@@ -378,7 +415,7 @@ class StanceMagics(Magics):
         from . import warm
 
         if len(rest) > 1 or (rest and rest[0] not in ("on", "off")):
-            raise UsageError("usage: %stance cache precompile [on|off]")
+            raise UsageError(PRECOMPILE_USAGE)
         on = None if not rest else rest[0] == "on"
         try:
             line = warm.precompile(on)

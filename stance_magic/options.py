@@ -3,9 +3,12 @@
 The options are IPython ``@argument`` declarations with their help, so
 ``%stance?`` is generated from the parser (:func:`declare`); which options
 each form of the magic accepts is one table, :data:`ACCEPTS`, with
-:data:`RULES` for the mistakes that have a message of their own. Both are
-checked by :func:`validate_args` before anything runs, and a mistake is a
-one-line ``UsageError``.
+:data:`RULES` for the mistakes that have a message of their own. The words
+(the stance, or the command and its words) are checked first, by
+:data:`WORD_RULES`: a wrong word is the error a line shows, even where an
+option of the line is wrong too. All are checked by :func:`validate_args`
+(and :func:`word_problem` where argparse refuses the line) before anything
+runs, and a mistake is a one-line ``UsageError``.
 """
 
 from __future__ import annotations
@@ -17,21 +20,29 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 
+from .stance import stance_name_problem
+
 if TYPE_CHECKING:
     import argparse
 
 __all__ = [
     "ACCEPTS",
     "ARGUMENTS",
+    "BUNDLE_USAGE",
+    "CACHE_USAGE",
     "COMMANDS",
     "FORMS",
+    "PRECOMPILE_USAGE",
     "RULES",
+    "WATCH_USAGE",
+    "WORD_RULES",
     "Declared",
     "declare",
     "finish_help",
     "form_of",
     "max_repeat",
     "validate_args",
+    "word_problem",
 ]
 
 COMMANDS = ("watch", "history", "breaks", "reset", "panel", "bundle", "cache")
@@ -41,7 +52,7 @@ COMMANDS = ("watch", "history", "breaks", "reset", "panel", "bundle", "cache")
 FORMS = ("cell", "line", "ranks", *COMMANDS)
 
 #: The options each form accepts (argparse ``dest`` names; ``words`` is the
-#: stance or the command and its word, checked by :data:`RULES`).
+#: stance or the command and its word, checked by :data:`WORD_RULES`).
 ACCEPTS: dict[str, frozenset[str]] = {
     "cell": frozenset(
         {
@@ -73,6 +84,13 @@ ACCEPTS: dict[str, frozenset[str]] = {
 
 _LINE = frozenset(FORMS) - {"cell"}
 
+WATCH_USAGE = "usage: %stance watch on|off"
+BUNDLE_USAGE = "usage: %stance bundle PATH.zip (the last measured cell)"
+CACHE_USAGE = (
+    "usage: %stance cache save PATH | %stance cache load PATH | %stance cache precompile [on|off]"
+)
+PRECOMPILE_USAGE = "usage: %stance cache precompile [on|off]"
+
 
 def max_repeat() -> int:
     """The most runs per side ``--repeat`` accepts (``compare.MAX_REPEAT``)."""
@@ -99,8 +117,64 @@ def _rule(forms: Any, broken: Callable[[Any], Any], message: Any) -> Rule:
     return Rule(frozenset({forms} if isinstance(forms, str) else forms), broken, message)
 
 
-#: Checked in order, before :data:`ACCEPTS`; the first that applies is the
-#: one-line UsageError.
+def _stance_problem(a: Any, commands: tuple[str, ...] = ()) -> str | None:
+    """Why the line's first word is not a stance (and, on a line, not a
+    command either), or None."""
+    if not a.words or a.words[0] in COMMANDS:
+        return None
+    return stance_name_problem(a.words[0], commands)
+
+
+#: The mistakes in the words of a line (the stance, or the command and its
+#: words), checked in order before :data:`RULES`: the first wrong word is
+#: the error a line shows, whatever else is wrong with its options.
+WORD_RULES: tuple[Rule, ...] = (
+    _rule(
+        "cell",
+        lambda a: a.words and a.words[0] in COMMANDS,
+        lambda a: f"%stance {a.words[0]} is a line magic; use it with one %",
+    ),
+    _rule("line", lambda a: _stance_problem(a, COMMANDS), lambda a: _stance_problem(a, COMMANDS)),
+    _rule({"cell", "ranks"}, _stance_problem, _stance_problem),
+    _rule(
+        {"line", "ranks"},
+        lambda a: len(a.words) > 1,
+        lambda a: f"%stance: unexpected word {a.words[1]!r} after the stance",
+    ),
+    _rule(
+        "cell",
+        lambda a: len(a.words) > 1,
+        lambda a: f"%%stance: unexpected word {a.words[1]!r} after the stance",
+    ),
+    _rule(
+        "watch",
+        lambda a: len(a.words) > 2 or (len(a.words) == 2 and a.words[1] not in ("on", "off")),
+        WATCH_USAGE,
+    ),
+    _rule(
+        "cache",
+        lambda a: len(a.words) > 1 and a.words[1] not in ("save", "load", "precompile"),
+        CACHE_USAGE,
+    ),
+    _rule("cache", lambda a: a.words[1:2] != ["precompile"] and len(a.words) > 3, CACHE_USAGE),
+    _rule(
+        "cache",
+        lambda a: (
+            a.words[1:2] == ["precompile"]
+            and (len(a.words) > 3 or a.words[2:3] not in ([], ["on"], ["off"]))
+        ),
+        PRECOMPILE_USAGE,
+    ),
+    _rule("bundle", lambda a: len(a.words) > 2, BUNDLE_USAGE),
+    _rule(
+        {"history", "breaks", "reset", "panel"},
+        lambda a: len(a.words) > 1,
+        lambda a: f"%stance {a.words[0]}: unexpected word {a.words[1]!r}",
+    ),
+)
+
+#: Checked in order, after :data:`WORD_RULES` and before :data:`ACCEPTS`;
+#: the first that applies is the one-line UsageError.
 RULES: tuple[Rule, ...] = (
     _rule(
         _LINE,
@@ -122,31 +196,6 @@ RULES: tuple[Rule, ...] = (
         set(FORMS) - {"history"},
         lambda a: a.csv or a.json or a.plot,
         "--csv, --json and --plot go with %stance history",
-    ),
-    _rule(
-        "cell",
-        lambda a: a.words and a.words[0] in COMMANDS,
-        lambda a: f"%stance {a.words[0]} is a line magic; use it with one %",
-    ),
-    _rule(
-        {"line", "ranks"},
-        lambda a: len(a.words) > 1,
-        lambda a: f"%stance: unexpected word {a.words[1]!r} after the stance",
-    ),
-    _rule(
-        "cell",
-        lambda a: len(a.words) > 1,
-        lambda a: f"%%stance: unexpected word {a.words[1]!r} after the stance",
-    ),
-    _rule(
-        "watch",
-        lambda a: len(a.words) > 2 or (len(a.words) == 2 and a.words[1] not in ("on", "off")),
-        "usage: %stance watch on|off",
-    ),
-    _rule(
-        {"history", "breaks", "reset", "panel"},
-        lambda a: len(a.words) > 1,
-        lambda a: f"%stance {a.words[0]}: unexpected word {a.words[1]!r}",
     ),
     _rule("cell", lambda a: a.repeat is not None and not a.compare, "--repeat goes with --compare"),
     _rule(
@@ -212,9 +261,19 @@ def _form_name(form: str) -> str:
     }.get(form, f"%stance {form}")
 
 
+def word_problem(args: Any, form: str) -> str | None:
+    """The message for the first wrong word of a line (:data:`WORD_RULES`), or None."""
+    for rule in WORD_RULES:
+        message = rule.check(form, args)
+        if message:
+            return message
+    return None
+
+
 def validate_args(args: Any, form: str, parser: Any) -> None:
-    """Raise the one-line UsageError for options ``form`` does not accept."""
-    for rule in RULES:
+    """Raise the one-line UsageError for a wrong word, or for options ``form``
+    does not accept."""
+    for rule in (*WORD_RULES, *RULES):
         message = rule.check(form, args)
         if message:
             raise UsageError(message)

@@ -22,6 +22,7 @@ __all__ = [
     "current_stance",
     "make_stance",
     "resolve_backend",
+    "stance_name_problem",
     "stance_text",
     "supported_stances",
 ]
@@ -177,6 +178,38 @@ def resolve_backend(
     raise StanceError(msg)
 
 
+def stance_name_problem(name: str, commands: tuple[str, ...] = ()) -> str | None:
+    """Why ``name`` is not a stance of the installed torch (one line), or None.
+
+    A stance of a newer torch is named with the release it needs; any other
+    unknown word gets a did-you-mean and the list of stances, and, where
+    ``commands`` are given (the words ``%stance`` also takes in its place),
+    the commands too.
+
+    Examples
+    --------
+    >>> stance_name_problem("force_eager") is None
+    True
+    >>> stance_name_problem("force_eagr").split(";")[0]
+    "unknown stance 'force_eagr' (did you mean 'force_eager'?)"
+    """
+    supported = supported_stances()
+    if name in supported:
+        return None
+    hint = probe.missing_stance_hint(name)
+    if hint:
+        return hint
+    if not commands:
+        return (
+            f"unknown stance {name!r}{_did_you_mean(name, supported)}"
+            f"; this torch has: {', '.join(supported)}"
+        )
+    return (
+        f"unknown stance or command {name!r}{_did_you_mean(name, (*supported, *commands))}"
+        f"; this torch has: {', '.join(supported)}; commands: {', '.join(commands)}"
+    )
+
+
 def make_stance(
     name: str | None = None,
     skip_guard_eval_unsafe: bool = False,
@@ -197,15 +230,9 @@ def make_stance(
         skip_guard_eval_unsafe = skip_guard_eval_unsafe or base.skip_guard_eval_unsafe
         if backend is None:
             backend = base.backend
-    supported = supported_stances()
-    if name not in supported:
-        hint = probe.missing_stance_hint(name)
-        if hint:
-            raise StanceError(hint)
-        raise StanceError(
-            f"unknown stance {name!r}{_did_you_mean(name, supported)}"
-            f"; this torch has: {', '.join(supported)}"
-        )
+    problem = stance_name_problem(name)
+    if problem:
+        raise StanceError(problem)
     if backend is not None and name != "default":
         raise StanceError(
             f"a backend can only be forced with the 'default' stance, not {name!r} "

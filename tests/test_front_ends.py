@@ -14,7 +14,7 @@ from traitlets.config import Config
 import stance_magic
 from stance_magic.engine import get_engine
 from stance_magic.magics import StanceMagics
-from stance_magic.options import ACCEPTS, FORMS, RULES
+from stance_magic.options import ACCEPTS, FORMS, RULES, WORD_RULES
 
 from conftest import html_outputs, last, run, text_outputs
 
@@ -185,7 +185,7 @@ def test_help_lists_every_option_with_its_help(shell):
 
 def test_one_table_of_what_each_form_accepts(shell):
     assert set(ACCEPTS) == set(FORMS)
-    assert all(r.forms <= set(FORMS) for r in RULES)
+    assert all(r.forms <= set(FORMS) for r in (*WORD_RULES, *RULES))
     for line, needle in [
         ("%stance reset -b eager", "%stance reset does not take -b (it goes with %%stance)"),
         ("%stance force_eager -m", "%stance STANCE does not take -m (it goes with %%stance)"),

@@ -129,7 +129,7 @@ def test_bad_input_is_usage_error_before_the_cell_runs(shell, line, needle):
 
 def test_bad_line_magic_input(shell):
     for line, needle in [
-        ("%stance nope", "unknown stance 'nope'"),
+        ("%stance nope", "unknown stance or command 'nope'"),
         ("%stance default extra", "unexpected word 'extra'"),
         ("%stance fail_on_recompile -b eager", "only be forced"),
         ("%stance watch maybe", "usage: %stance watch on|off"),
@@ -155,6 +155,47 @@ def test_a_previous_stance_with_a_backend_reads_without_nested_parentheses(shell
     )
     assert "((" not in cap.stdout and "))" not in cap.stdout
     run(shell, "%stance default -q")
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        # an unknown first word is named before an unknown option
+        ("%stance bogus-subcommand --foo", "unknown stance or command 'bogus-subcommand'"),
+        ("%stance histroy --foo", "unknown stance or command 'histroy' (did you mean 'history'?)"),
+        ("%stance forc_eager --foo", "(did you mean 'force_eager'?)"),
+        ("%stance bogus --compare", "unknown stance or command 'bogus'"),
+        ("%stance bogus -b", "unknown stance or command 'bogus'"),
+        ("%%stance bogus --foo", "unknown stance 'bogus'; this torch has: default"),
+        ("%%stance eager_then_compil --repeat x", "did you mean 'eager_then_compile'"),
+        ("%stance cache bogus --foo", "usage: %stance cache save PATH"),
+        ("%stance cache precompile maybe --foo", "usage: %stance cache precompile [on|off]"),
+        ("%stance watch maybe --foo", "usage: %stance watch on|off"),
+        ("%stance default extra --foo", "unexpected word 'extra'"),
+        # a valid word: the option is what is wrong
+        ("%stance default --foo", "unrecognized arguments: --foo"),
+        ("%%stance default --foo", "unrecognized arguments: --foo"),
+        ("%stance cache save --foo", "unrecognized arguments: --foo"),
+        ("%stance default -b", "argument -b/--backend/--force-backend: expected one argument"),
+    ],
+)
+def test_the_first_wrong_word_is_the_error(shell, line, needle):
+    cell = line.startswith("%%")
+    res, _ = run(shell, f"{line}\nside_effect = 1" if cell else line)
+    err = res.error_in_exec
+    assert type(err).__name__ == "UsageError", (line, err)
+    assert needle in str(err) and "\n" not in str(err), (line, str(err))
+    if "unknown stance" in needle or "usage:" in needle:
+        assert "--foo" not in str(err)
+    assert "side_effect" not in shell.user_ns
+    assert stance_magic.current_stance().name == "default"
+
+
+def test_an_unknown_word_lists_the_stances_and_on_a_line_the_commands(shell):
+    line = str(run(shell, "%stance bogus")[0].error_in_exec)
+    assert ("; commands: watch, history" in line) and ("force_eager" in line)
+    cell = str(run(shell, "%%stance bogus\nx = 1")[0].error_in_exec)
+    assert cell.startswith("unknown stance 'bogus'; this torch has:") and "commands" not in cell
 
 
 def test_backend_suggestions_offer_notebook_functions(shell):
