@@ -255,7 +255,7 @@ def advise(rep: Any) -> list[str]:
         elif c.break_even_calls > compiled_runs:
             hints.append(
                 f"compile time ({fmt_s(rep.compile_s)}) is paid back after "
-                f"{c.break_even_calls} runs at a {c.speedup:.2f}× speedup; "
+                f"{_n(c.break_even_calls, 'run')} at a {c.speedup:.2f}× speedup; "
                 f"this cell ran {compiled_runs}"
             )
     if c is not None and c.eager_peak_bytes and c.compiled_first_peak_bytes:

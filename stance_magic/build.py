@@ -252,6 +252,7 @@ def build_report(
         memory=list(figures),
         memory_on=closed.memory_on,
         error=error_text,
+        error_where=called_from(probe.raised_from(error)) if error is not None else "",
         frames=frames,
         compare=compare,
         notes=_notes(closed, figures, error) + list(notes),

@@ -125,10 +125,28 @@ class Cause:
     guard: str = ""
     #: recompiles of this cell with this cause
     count: int = 1
+    #: the change in a few words where torch's text gives it (``size(0) 8 → 16``,
+    #: ``1 → 2``; "" otherwise)
+    change: str = ""
 
     def __str__(self) -> str:
         n = f" ({self.count}×)" if self.count > 1 else ""
         return f"{self.what}{n}: {self.fix}"
+
+
+#: torch's ``expected 1, actual 2`` in a tensor guard's text.
+EXPECTED = re.compile(r"expected (?P<a>[^,]+), actual (?P<b>\S+)")
+
+
+def _size_change(m: re.Match[str] | None) -> str:
+    """``size(0) 8 → 16`` from a size mismatch ("" without one)."""
+    return f"size({m.group('dim')}) {m.group('a')} → {m.group('b')}" if m else ""
+
+
+def _expected_actual(body: str) -> str:
+    """``1 → 2`` from torch's ``expected 1, actual 2`` ("" without it)."""
+    m = EXPECTED.search(body)
+    return f"{m.group('a').strip()} → {m.group('b').strip().rstrip('.')}" if m else ""
 
 
 def identify(
@@ -187,6 +205,7 @@ def identify(
             "each parameter shape needs a graph of its own; torch's hint: "
             "torch._dynamo.config.force_parameter_static_shapes = False",
             text,
+            change=_size_change(m),
         )
     if kind == "size":
         m = SIZE.search(body)
@@ -199,6 +218,7 @@ def identify(
             "%%stance eager_then_compile, or torch.compile(dynamic=True) serve every size "
             "with one graph",
             text,
+            change=_size_change(m),
         )
     if kind in ("rank", "dtype", "device", "requires_grad"):
         return Cause(
@@ -207,6 +227,7 @@ def identify(
             f"`{tname}` changed its {kind} ({body.split('. ', 1)[-1]})",
             f"each {kind} needs a graph of its own: keep it fixed if the change is not intended",
             text,
+            change=_expected_actual(body),
         )
     if kind == "grad mode":
         return Cause(

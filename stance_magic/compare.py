@@ -93,19 +93,25 @@ class CompareResult:
     value: Any = None
     warnings: list[str] = field(default_factory=list)
 
-    def text(self, max_details: int = MAX_DETAILS) -> str:
-        """The report, then every run's time."""
+    def text(
+        self, max_details: int = MAX_DETAILS, verbose: bool = False, hints: bool = True
+    ) -> str:
+        """The report (with its hints unless ``hints`` is False; every row
+        with ``verbose``), then every run's time."""
         runs = (
             "  runs: eager "
             + ", ".join(fmt_s(t) for t in self.eager_runs)
             + " | compiled "
             + ", ".join(fmt_s(t) for t in self.compiled_runs)
         )
-        return f"{report_text(self.report, max_details)}\n{runs}"
+        hinted = self.advice() if hints else ()
+        return f"{report_text(self.report, max_details, verbose, hinted)}\n{runs}"
 
-    def html(self, max_details: int = MAX_DETAILS) -> str:
+    def html(
+        self, max_details: int = MAX_DETAILS, verbose: bool = False, hints: bool = True
+    ) -> str:
         """The report (the spread warnings are in its notes already)."""
-        return report_html(self.report, max_details)
+        return report_html(self.report, max_details, verbose, self.advice() if hints else ())
 
     def __str__(self) -> str:
         return self.text()

@@ -13,6 +13,14 @@ from typing import Any
 __all__ = ["can_show_images", "display_text", "notice", "show"]
 
 
+def _hints_inline(obj: Any) -> bool:
+    """Whether ``obj``'s views carry its hints (a report, a compare result)."""
+    from .compare import CompareResult
+    from .report import CellReport
+
+    return isinstance(obj, (CellReport, CompareResult))
+
+
 def display_text(text: str, html_text: str | None = None) -> None:
     """Display ``text`` (and its HTML form) once, as raw data."""
     from IPython.display import display
@@ -42,15 +50,30 @@ def can_show_images() -> bool:
     return ip is None or "image/png" in ip.display_formatter.active_types
 
 
-def show(obj: Any, plot: bool = True, hints: bool = True, max_details: int | None = None) -> None:
+def show(
+    obj: Any,
+    plot: bool = True,
+    hints: bool = True,
+    max_details: int | None = None,
+    verbose: bool = False,
+) -> None:
     """Display a report (or compare/sweep result, or a view across ranks) as
     HTML + text, its hints (unless ``hints`` is False) and its chart (if
-    ``plot``); ``max_details`` detail lines under a row before the rest fold."""
-    if max_details is not None and hasattr(obj, "html"):
-        display_text(obj.text(max_details), obj.html(max_details))
+    ``plot``); ``max_details`` detail lines under a row before the rest fold;
+    ``verbose``: every row of a report, none folded.
+
+    A report (and a compare result) shows its hints under its headline; the
+    other results show theirs after the view."""
+    from .render import MAX_DETAILS
+
+    if hasattr(obj, "html"):
+        n = MAX_DETAILS if max_details is None else max_details
+        display_text(obj.text(n, verbose, hints), obj.html(n, verbose, hints))
+        inline = _hints_inline(obj)
     else:
         display_text(str(obj), obj._repr_html_())
-    advice = getattr(obj, "advice", None) if hints else None
+        inline = False
+    advice = getattr(obj, "advice", None) if hints and not inline else None
     if advice:
         lines = advice() if callable(advice) else advice
         if lines:

@@ -45,9 +45,9 @@ from .stance import Stance, StanceError, make_stance, supported_stances
 class _View(Protocol):
     """What the result types of :attr:`StanceMagics.VIEWS` offer."""
 
-    def text(self, max_details: int) -> str: ...
+    def text(self, max_details: int, verbose: bool, hints: bool) -> str: ...
 
-    def html(self, max_details: int) -> str: ...
+    def html(self, max_details: int, verbose: bool, hints: bool) -> str: ...
 
 
 @functools.lru_cache(maxsize=256)
@@ -126,6 +126,12 @@ class StanceMagics(Magics):
         config=True,
         help="As if every %stance and %%stance line had -q: no report, no notice, no message.",
     )
+    verbose = Bool(
+        False,
+        config=True,
+        help="Show every row of a report, none folded, as %%stance -v does for one cell "
+        "(off: a headline, its hints and the rows that matter for the cell).",
+    )
     max_details = Int(
         8,
         config=True,
@@ -142,7 +148,8 @@ class StanceMagics(Magics):
     def __init__(self, shell: Any = None, engine: Engine | None = None, **kwargs: Any) -> None:
         self.engine = engine or get_engine()
         super().__init__(shell, **kwargs)
-        self._pending: list[tuple[Any, bool]] = []
+        #: (object, chart, verbose) to show when the cell has ended
+        self._pending: list[tuple[Any, bool, bool]] = []
         self.engine.observe(self._on_engine, events=("watch", "undone", "unrestored"))
         if self.watch:
             self.engine.set_watch(True)
@@ -189,10 +196,10 @@ class StanceMagics(Magics):
             formatters.formatters["text/html"].for_type_by_name(module, name, self._html_view)
 
     def _text_view(self, obj: _View, p: Any, cycle: bool) -> None:
-        p.text(obj.text(self.max_details))
+        p.text(obj.text(self.max_details, self.verbose, self.hints))
 
     def _html_view(self, obj: _View) -> str:
-        return obj.html(self.max_details)
+        return obj.html(self.max_details, self.verbose, self.hints)
 
     def detach(self) -> None:
         """Undo what this instance set outside itself (unload)."""
@@ -437,7 +444,8 @@ class StanceMagics(Magics):
     def _show_later(self, obj: Any, args: Any) -> None:
         """Show ``obj`` when the cell has ended (unless -q)."""
         if not args.quiet:
-            self._pending.append((obj, self.plot and not args.no_plot))
+            verbose = self.verbose or bool(getattr(args, "verbose", False))
+            self._pending.append((obj, self.plot and not args.no_plot, verbose))
 
     def _cell(self, args: Any, cell: str) -> Any:
         __tracebackhide__ = True
@@ -511,7 +519,7 @@ class StanceMagics(Magics):
             from . import ranks
 
             obj, plot = ranks.to_show(rep, self.plot and not args.no_plot)
-            self._pending.append((obj, plot))
+            self._pending.append((obj, plot, self.verbose or args.verbose))
         else:
             self._show_later(rep, args)
 
@@ -550,7 +558,7 @@ class StanceMagics(Magics):
             # IPython's number for this cell (In [N]) comes with its result
             rep = m.finish(err, execution_count=getattr(result, "execution_count", None))
             if rep.worth_showing() and not self.quiet:
-                self._pending.append((rep, False))
+                self._pending.append((rep, False, self.verbose))
         cells.leave(result)
         if cell is None or cell.outermost:  # the outermost cell has ended
             note = self.engine.end_of_cell()
@@ -559,8 +567,8 @@ class StanceMagics(Magics):
             self.engine.cell_ended()
             self.engine.sync()
         pending, self._pending = self._pending, []
-        for obj, plot in pending:
-            show(obj, plot=plot, hints=self.hints, max_details=self.max_details)
+        for obj, plot, verbose in pending:
+            show(obj, plot=plot, hints=self.hints, max_details=self.max_details, verbose=verbose)
 
 
 finish_help(StanceMagics.stance, StanceMagics)

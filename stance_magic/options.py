@@ -59,6 +59,7 @@ ACCEPTS: dict[str, frozenset[str]] = {
             "skip_guard_eval_unsafe",
             "backend",
             "quiet",
+            "verbose",
             "profile_lookups",
             "memory",
             "compare",
@@ -404,6 +405,16 @@ ARGUMENTS = (
         help=_h(
             "No report, no notice (--compare, --sweep), no message (a session stance "
             "set, an export written)."
+        ),
+    ),
+    argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help=_h(
+            "The report whole: every row, none folded (StanceMagics.verbose = True: for "
+            "every cell). Without it a report shows its headline, its hints and the rows "
+            "that matter for the cell."
         ),
     ),
     argument(

@@ -244,17 +244,23 @@ class RankReport:
         return ranks_figure(self, max_bars=MAX_BARS)
 
     # Rendering is delegated (text and HTML in render, the chart in plots).
-    def text(self, max_details: int | None = None) -> str:
+    def text(
+        self, max_details: int | None = None, verbose: bool = False, hints: bool = True
+    ) -> str:
         """One row per rank, where they diverged, how the gather went (and,
-        gathered in full, each rank's report with ``max_details`` per row)."""
+        gathered in full, each rank's report with ``max_details`` per row,
+        every row with ``verbose``; ``hints``: none here, hints come after
+        the view)."""
         from .render import MAX_DETAILS, ranks_text
 
-        return ranks_text(self, MAX_DETAILS if max_details is None else max_details)
+        return ranks_text(self, MAX_DETAILS if max_details is None else max_details, verbose)
 
-    def html(self, max_details: int | None = None) -> str:
+    def html(
+        self, max_details: int | None = None, verbose: bool = False, hints: bool = True
+    ) -> str:
         from .render import MAX_DETAILS, ranks_html
 
-        return ranks_html(self, MAX_DETAILS if max_details is None else max_details)
+        return ranks_html(self, MAX_DETAILS if max_details is None else max_details, verbose)
 
     def __str__(self) -> str:
         return self.text()

@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Iterable, Sequence, TypeVar
+from typing import Any, Generic, Iterable, NamedTuple, Sequence, TypeVar
 
 from .stance import stance_text
 from .text import cell_label, fmt_bytes, fmt_s, shorten
@@ -179,32 +179,55 @@ def cudagraph_lines(cg: Any) -> list[str]:
     return lines
 
 
-def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
-    """(label, value, detail lines) for each row of a cell report."""
-    rows: list[tuple[str, str, list[str]]] = []
-    rows.append(("stance", _stance_line(rep), []))
+class Row(NamedTuple):
+    """One row of a cell report: its label, its value, the detail lines under
+    it, and what the brief report (the default; ``verbose`` shows every row
+    whole) keeps of it: ``"row"`` (the row and its details), ``"value"`` (the
+    row, its details folded), ``"head"`` (nothing: the headline says it) or
+    ``""`` (folded: it matters only to a reader who asks)."""
+
+    label: str
+    value: str
+    details: list[str]
+    brief: str = "row"
+
+
+def report_rows(rep: Any, hinted: bool = False) -> list[Row]:
+    """Every row of a cell report, in order (``hinted``: the report shows
+    hints, which say why it recompiled)."""
+    rows: list[Row] = []
+    rows.append(Row("stance", _stance_line(rep), [], "head"))
     wall = fmt_s(rep.wall_s)
     if getattr(rep, "synchronized", False):
         wall += "  (CUDA synchronized at its start and end: the GPU's work is in it)"
-    rows.append(("wall time", wall, []))
+    rows.append(Row("wall time", wall, [], "head"))
     comp = fmt_s(rep.compile_s)
     breakdown = _breakdown(rep) if rep.compile_s else ""
     if breakdown:
         comp += f"  ({breakdown})"
-    rows.append(("compile time", comp, _kernel_lines(rep)))
+    rows.append(Row("compile time", comp, _kernel_lines(rep), ""))
+    loaded_or_pre = rep.loaded_functions or [p for p in rep.precompiled if p.outcome != "miss"]
     rows.append(
-        (
+        Row(
             "compiles",
             _compiles_value(rep),
             [_frame_line(rep, f) for f in rep.frames]
             + [_load_line(x) for x in rep.loaded_functions]
             + [_precompiled_line(p) for p in rep.precompiled if p.outcome != "miss"],
+            "row" if rep.compiles or rep.backward_compiles or loaded_or_pre else "",
         )
     )
     rows.extend(_cache_rows(rep))
-    rows.append(("recompiles", str(len(rep.recompiles)), _recompile_lines(rep)))
+    rows.append(
+        Row(
+            "recompiles",
+            str(len(rep.recompiles)),
+            _recompile_lines(rep),
+            "row" if rep.recompiles else "",
+        )
+    )
     for lim in rep.recompile_limits:
-        rows.append(("recompile limit", _limit_value(lim), _limit_details(lim)))
+        rows.append(Row("recompile limit", _limit_value(lim), _limit_details(lim)))
     shown = [b for b in rep.recompile_budget if b.entries > 1 or b.near]
     full = rep.tightest_budget
     if shown and full is not None:
@@ -212,29 +235,37 @@ def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
         value = text if len(shown) == 1 else f"{len(shown)} frames; fullest: {text}"
         value += f" ({_budget_setting(full)})"
         details = [budget_text(b) for b in shown] if len(shown) > 1 else []
-        rows.append(("recompile budget", value, details))
+        rows.append(Row("recompile budget", value, details, "row" if full.near else ""))
     dyn = [d for d in rep.dynamic_shapes if d.dynamic]
     if dyn:
         details = []
         for d in dyn:
             details.append(f"{d.where}: {'; '.join(d.inputs)}" if d.where else "; ".join(d.inputs))
             details.extend(f"↳ {s}" for s in d.symbols + d.specialized)
-        rows.append(("dynamic shapes", "; ".join(dyn[-1].inputs), details))
+        rows.append(Row("dynamic shapes", "; ".join(dyn[-1].inputs), details, "value"))
+    why = "" if hinted else "row"
     if len(rep.causes) == 1:
-        rows.append(("why it recompiled", str(rep.causes[0]), []))
+        rows.append(Row("why it recompiled", str(rep.causes[0]), [], why))
     elif rep.causes:
         rows.append(
-            ("why it recompiled", _plural(len(rep.causes), "cause"), [str(c) for c in rep.causes])
+            Row(
+                "why it recompiled",
+                _plural(len(rep.causes), "cause"),
+                [str(c) for c in rep.causes],
+                why,
+            )
         )
     nb = rep.graph_break_count
-    rows.append(("graph breaks", str(nb), _break_lines(rep.graph_break_details)))
+    rows.append(
+        Row("graph breaks", str(nb), _break_lines(rep.graph_break_details), "row" if nb else "")
+    )
     cg = getattr(rep, "cudagraphs", None)
     if cg is not None and not cg.empty:
-        rows.append(("CUDA graphs", cudagraph_value(cg), cudagraph_lines(cg)))
-    rows.append(("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", []))
-    rows.append(("cache lookups", _lookup_value(rep), _lookup_details(rep.lookups)))
+        rows.append(Row("CUDA graphs", cudagraph_value(cg), cudagraph_lines(cg)))
+    rows.append(Row("cache hits / misses", f"{rep.cache_hits} / {rep.cache_misses}", [], ""))
+    rows.append(Row("cache lookups", _lookup_value(rep), _lookup_details(rep.lookups), ""))
     if rep.call_parts is not None:
-        rows.append(("a compiled call", _parts_value(rep.call_parts), _parts_details(rep)))
+        rows.append(Row("a compiled call", _parts_value(rep.call_parts), _parts_details(rep), ""))
     for fig in rep.memory:
         value = (
             f"peak {fmt_bytes(fig.peak_bytes)} above the start; "
@@ -245,33 +276,41 @@ def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
                 f"; reserved by the caching allocator: peak {fmt_bytes(fig.peak_reserved_bytes)}, "
                 f"{fmt_bytes(fig.reserved_bytes)} at the end"
             )
-        rows.append((f"memory ({fig.device})", value, [fig.method]))
+        rows.append(Row(f"memory ({fig.device})", value, [fig.method], "value"))
     if rep.stance == "eager_on_recompile" or rep.eager_fallbacks:
-        why = (
+        why_lines = (
             []
             if rep.stance == "eager_on_recompile"
             else ["eager_on_recompile was in force at those calls (set inside the cell)"]
         )
-        rows.append(("eager fallbacks", str(rep.eager_fallbacks), why))
+        rows.append(
+            Row(
+                "eager fallbacks",
+                str(rep.eager_fallbacks),
+                why_lines,
+                "row" if rep.eager_fallbacks else "",
+            )
+        )
     if rep.stance == "fail_on_recompile" or rep.refused_recompiles:
         by = [w for w in rep.calls.refused if w not in (rep.stance, "aot_compile's guards")]
         if rep.stance == "default" and rep.skip_guard_eval_unsafe:
             by = [w for w in by if w != "skip_guard_eval_unsafe"]
-        why = (
+        why_lines = (
             [f"{' and '.join(by)} was in force at those calls (set inside the cell)"] if by else []
         )
         rows.append(
-            (
+            Row(
                 "refused recompiles",
                 str(rep.refused_recompiles),
-                why + [f"guard that failed: {g}" for g in rep.refused_guards],
+                why_lines + [f"guard that failed: {g}" for g in rep.refused_guards],
+                "row" if rep.refused_recompiles else "",
             )
         )
     rows.extend(_call_rows(rep))
     c = rep.compare
     if c is not None and c.eager_peak_bytes is not None:
         rows.append(
-            (
+            Row(
                 "memory peaks",
                 f"eager {fmt_bytes(c.eager_peak_bytes)} · compiled first run "
                 f"{fmt_bytes(c.compiled_first_peak_bytes)} · compiled steady "
@@ -280,22 +319,22 @@ def report_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
             )
         )
     if c is not None:
-        rows.append(("eager (steady)", fmt_s(c.eager_s), []))
-        rows.append(("compiled (steady)", fmt_s(c.compiled_s), []))
+        rows.append(Row("eager (steady)", fmt_s(c.eager_s), [], "value"))
+        rows.append(Row("compiled (steady)", fmt_s(c.compiled_s), [], "value"))
         synced = (
             ["every run timed from and to a synchronized CUDA device"]
             if getattr(c, "synchronized", False)
             else []
         )
-        rows.append(("speedup", f"{c.speedup:.2f}×" if c.speedup else "n/a", synced))
+        rows.append(Row("speedup", f"{c.speedup:.2f}×" if c.speedup else "n/a", synced, ""))
         be = (
             "never (compiled is not faster)"
             if c.break_even_calls is None
             else f"{c.break_even_calls} run{'s' if c.break_even_calls != 1 else ''}"
         )
-        rows.append(("break-even", be, []))
+        rows.append(Row("break-even", be, [], ""))
     if rep.error:
-        rows.append(("error", rep.error, []))
+        rows.append(Row("error", rep.error, _error_details(rep)))
     return rows
 
 
@@ -385,14 +424,150 @@ def _linked(escaped: str) -> str:
     return _URL.sub(r'<a href="\1" target="_blank" rel="noopener">\1</a>', escaped)
 
 
-def report_text(rep: Any, max_details: int = MAX_DETAILS) -> str:
-    """A report as text: one row per figure, its details under it."""
+#: Where the docs explain how each figure is measured (linked from the
+#: report's folded rows, so no report repeats the explanation).
+DOCS = "https://github.com/stance-magic/stance_magic/blob/main/docs/"
+#: The page (and its section) explaining a row, by the row's label.
+ROW_DOCS = {
+    "compile time": "measurement.md",
+    "compiles": "compile-time.md",
+    "compile caches": "compile-time.md",
+    "recompiles": "recompiles.md",
+    "recompile limit": "recompiles.md",
+    "recompile budget": "recompiles.md",
+    "why it recompiled": "recompiles.md",
+    "dynamic shapes": "recompiles.md",
+    "graph breaks": "graph-breaks.md",
+    "CUDA graphs": "cuda.md",
+    "cache hits / misses": "measurement.md",
+    "cache lookups": "call-anatomy.md#how-it-is-measured",
+    "a compiled call": "call-anatomy.md",
+    "calls": "measurement.md",
+    "eager fallbacks": "measurement.md",
+    "refused recompiles": "measurement.md",
+}
+
+
+def _cause_brief(c: Any) -> str:
+    """A recompile's cause in a few words, for the headline: ``x: rank 1 → 2``,
+    ``x.size(0) 8 → 16``."""
+    change = getattr(c, "change", "")
+    subject = shorten(c.subject, 40)
+    if c.kind in ("size", "parameter"):
+        return f"{subject}.{change}" if change else f"{subject}: size"
+    if c.kind in ("rank", "dtype", "device", "requires_grad"):
+        return f"{subject}: {c.kind} {change}" if change else f"{subject}: {c.kind}"
+    if c.kind == "redefined":
+        return f"{c.subject} redefined"
+    if c.kind in ("value", "flag", "attribute"):
+        return f"{c.subject} changed"
+    if c.kind == "grad mode":
+        return "grad mode switched"
+    return c.kind
+
+
+def headline_parts(rep: Any) -> list[str]:
+    """What a measured cell did and cost, in a few short phrases: the
+    headline of its report and the panel's one-line summary."""
+    parts = []
+    n = rep.compiles + rep.backward_compiles
+    raised = sum(1 for f in rep.frames if f.failed and f.raised)
+    if rep.graphs:
+        parts.append(f"compiled {_plural(rep.graphs, 'graph')} in {fmt_s(rep.compile_s)}")
+    elif n:
+        parts.append(f"traced {_plural(n, 'frame')} in {fmt_s(rep.compile_s)}, no graph")
+    if raised:
+        parts.append(f"{_plural(raised, 'compile')} FAILED")
+    used = sum(1 for p in rep.precompiled if p.outcome == "hit")
+    if used:
+        parts.append(f"{_plural(used, 'precompiled frame')} used (no tracing)")
+    if rep.loaded_functions:
+        parts.append(f"{_plural(len(rep.loaded_functions), 'compiled function')} loaded")
+    if not parts:
+        hits = f", {_plural(rep.cache_hits, 'cache hit')}" if rep.cache_hits else ""
+        parts.append(f"nothing compiled{hits}")
+    if rep.recompiles:
+        text = _plural(len(rep.recompiles), "recompile")
+        briefs = list(dict.fromkeys(_cause_brief(c) for c in rep.causes))
+        if briefs:
+            text += f" ({briefs[0]}{', …' if len(briefs) > 1 else ''})"
+        parts.append(text)
+    breaks = rep.graph_break_count
+    if breaks:
+        parts.append(_plural(breaks, "graph break"))
+    calls = rep.calls
+    for outcome, word in (("eager", "ran eagerly"), ("refused", "refused"), ("failed", "raised")):
+        by = getattr(calls, outcome)
+        total = sum(by.values())
+        if total:
+            why = f" ({next(iter(by))})" if len(by) == 1 else ""
+            parts.append(f"{_plural(total, 'call')} {word}{why}")
+    for lim in rep.recompile_limits:
+        parts.append(f"{lim.where.split(' (')[0]} at its recompile limit")
+    full = rep.tightest_budget
+    if full is not None and full.left == 1 and not rep.recompile_limits:
+        parts.append(f"{full.where.split(' (')[0]}: 1 recompile left")
+    lk = rep.lookups
+    if lk.per_lookup_s is not None:
+        parts.append(f"cache lookup {fmt_s(lk.per_lookup_s)} a call")
+    c = rep.compare
+    if c is not None and c.speedup:
+        be = (
+            "never breaks even"
+            if c.break_even_calls is None
+            else f"breaks even after {_plural(c.break_even_calls, 'run')}"
+        )
+        parts.append(f"{c.speedup:.2f}× eager's speed at steady state, {be}")
+    return parts
+
+
+def headline(rep: Any) -> str:
+    """A report's first line: the cell, its stance, its wall time, what
+    happened and what it cost (an error's first line at the end)."""
     which = cell_label(rep)
-    title = f"stance_magic report, {which}" if which else "stance_magic report"
-    rows = report_rows(rep)
-    width = max(len(r[0]) for r in rows)
-    out = [title]
-    for label, value, details in rows:
+    head = f"stance_magic · {which}" if which else "stance_magic"
+    wall = fmt_s(rep.wall_s)
+    if getattr(rep, "synchronized", False):
+        wall += " (CUDA synchronized)"
+    line = f"{head} · {_stance_line(rep)} · {wall}: {' · '.join(headline_parts(rep))}"
+    if rep.error:
+        line += f" · failed: {shorten(rep.error, 80)}"
+    return line
+
+
+def _fold(rows: list[Row], verbose: bool) -> tuple[list[Row], list[Row]]:
+    """(rows shown, rows with something folded: whole, or their details;
+    the headline's own rows too, so the folded part holds every figure)."""
+    if verbose:
+        return rows, []
+    shown = [
+        r if r.brief == "row" else r._replace(details=[])
+        for r in rows
+        if r.brief in ("row", "value")
+    ]
+    folded = [r for r in rows if r.brief in ("", "head") or (r.brief == "value" and r.details)]
+    return shown, folded
+
+
+#: How the text report says where the rest is.
+MORE_TEXT = "more with -v"
+
+
+def report_text(
+    rep: Any,
+    max_details: int = MAX_DETAILS,
+    verbose: bool = False,
+    hints: Sequence[str] = (),
+) -> str:
+    """A report as text: its headline, its ``hints``, then the rows that
+    matter for this cell (every row, with ``verbose``), details under them."""
+    rows = report_rows(rep, hinted=bool(hints))
+    shown, folded = _fold(rows, verbose)
+    out = [headline(rep)]
+    out.extend(f"hint: {h}" for h in hints)
+    # labels padded as in the whole report, so a row reads the same brief or verbose
+    width = max(len(r.label) for r in rows)
+    for label, value, details, _ in shown:
         out.append(f"  {label:<{width}}  {value}")
         for d in details[:max_details]:
             out.append(f"  {'':<{width}}    - {d}")
@@ -401,58 +576,97 @@ def report_text(rep: Any, max_details: int = MAX_DETAILS) -> str:
     for note in _notes(rep):
         out.append(f"  note: {note}")
     out.extend(f"  {what}: {where}" for what, where in share_lines(rep))
+    more = [r.label for r in folded if r.brief != "head"]
+    if more:
+        out.append(f"  {MORE_TEXT}: {', '.join(more)}")
     return "\n".join(out)
 
 
-CSS = (
-    # doubled classes outrank JupyterLab's `.jp-RenderedHTMLCommon td` rules
-    "<style>.sm-report.sm-report{border-collapse:collapse;font-size:12px;margin:4px 0;"
-    "table-layout:auto;width:auto}"
-    ".sm-report.sm-report td,.sm-report.sm-report th{padding:2px 8px;text-align:left;"
-    "vertical-align:top;border-bottom:1px solid var(--jp-border-color2,#e0e0e0);"
-    "white-space:nowrap}"
-    ".sm-report.sm-report li,.sm-report.sm-report td.sm-err,.sm-report.sm-report td.sm-long,"
-    ".sm-table.sm-table td:last-child{white-space:normal;min-width:12em}"
-    ".sm-report.sm-report th{font-weight:600}"
-    ".sm-report ul{margin:0;padding-left:16px}.sm-report caption{text-align:left;"
-    "font-weight:600;padding-bottom:2px}.sm-err{color:var(--jp-error-color1,#b00020)}</style>"
+# Inline styles only: JupyterLab strips a <style> element from the outputs of
+# an untrusted notebook (what Binder and a fresh clone show first), and keeps
+# style attributes. Colours that read on light and dark themes alike.
+_TABLE = "border-collapse:collapse;font-size:12px;margin:2px 0;width:auto;table-layout:auto"
+_CELL = (
+    "padding:2px 8px;text-align:left;vertical-align:top;"
+    "border-bottom:1px solid rgba(128,128,128,0.25)"
 )
+_TH = f"{_CELL};font-weight:600;white-space:nowrap"
+_TD = f"{_CELL};white-space:normal"
+_UL = "margin:0;padding-left:16px;text-align:left"
+_LI = "text-align:left"
+_CAPTION = "text-align:left;font-weight:600;padding:2px 0;caption-side:top"
+_HINT = "text-align:left;padding:2px 8px;color:#1a6b3c"
+_ERR = "color:#c62828"
+_SUMMARY = "cursor:pointer;font-size:12px;color:#777;text-align:left"
 
 
-def report_html(rep: Any, max_details: int = MAX_DETAILS) -> str:
-    """A report as an HTML table (every string escaped); details past
-    ``max_details`` fold into a ``<details>``."""
+def _rows_html(rows: Sequence[Row], max_details: int) -> str:
     e = html.escape
-    which = cell_label(rep)
-    title = f"stance_magic · {which}" if which else "stance_magic"
-    rows = []
-    for label, value, details in report_rows(rep):
-        # a long value (a recompile's cause, a limit) wraps instead of widening the table
-        cls = (
-            ' class="sm-err"' if label == "error" else ' class="sm-long"' if len(value) > 80 else ""
-        )
+    out = []
+    for label, value, details, _ in rows:
+        style = f"{_TD};{_ERR}" if label == "error" else _TD
         det = ""
         if details:
             det = (
-                "<ul>"
-                + "".join(f"<li>{_linked(e(d))}</li>" for d in details[:max_details])
+                f'<ul style="{_UL}">'
+                + "".join(f'<li style="{_LI}">{_linked(e(d))}</li>' for d in details[:max_details])
                 + "</ul>"
             )
         if len(details) > max_details:
-            rest = "".join(f"<li>{_linked(e(d))}</li>" for d in details[max_details:])
+            rest = "".join(f'<li style="{_LI}">{_linked(e(d))}</li>' for d in details[max_details:])
             det += (
-                f"<details><summary>{e(_more(len(details) - max_details))}</summary>"
-                f"<ul>{rest}</ul></details>"
+                f'<details><summary style="{_SUMMARY}">{e(_more(len(details) - max_details))}'
+                f'</summary><ul style="{_UL}">{rest}</ul></details>'
             )
-        rows.append(f"<tr><th>{e(label)}</th><td{cls}>{e(value)}{det}</td></tr>")
-    notes = "".join(f"<tr><td colspan=2><i>{e(n)}</i></td></tr>" for n in _notes(rep))
-    return (
-        f'{CSS}<table class="sm-report"><caption>{e(title)}</caption>'
-        + "".join(rows)
+        doc = ROW_DOCS.get(label)
+        head = e(label)
+        if doc:
+            head = (
+                f'<a href="{DOCS}{doc}" target="_blank" rel="noopener" '
+                f'title="how this is measured" style="color:inherit;text-decoration:none">'
+                f"{head}</a>"
+            )
+        out.append(
+            f'<tr><th style="{_TH}">{head}</th><td style="{style}">{e(value)}{det}</td></tr>'
+        )
+    return "".join(out)
+
+
+def report_html(
+    rep: Any,
+    max_details: int = MAX_DETAILS,
+    verbose: bool = False,
+    hints: Sequence[str] = (),
+) -> str:
+    """A report as HTML (every string escaped, inline styles): the headline as
+    the caption, the hints, the rows that matter; the rest in a ``<details>``
+    (open with ``verbose``)."""
+    e = html.escape
+    rows = report_rows(rep, hinted=bool(hints))
+    shown, folded = _fold(rows, verbose)
+    hint_rows = "".join(
+        f'<tr><td colspan=2 style="{_HINT}">hint: {_linked(e(h))}</td></tr>' for h in hints
+    )
+    notes = "".join(f'<tr><td colspan=2 style="{_TD}"><i>{e(n)}</i></td></tr>' for n in _notes(rep))
+    out = (
+        f'<div class="sm-report-html" style="text-align:left">'
+        f'<table class="sm-report" style="{_TABLE}">'
+        f'<caption style="{_CAPTION}">{e(headline(rep))}</caption>'
+        + hint_rows
+        + _rows_html(shown, max_details)
         + _share_html(rep)
         + notes
         + "</table>"
     )
+    if folded:
+        names = ", ".join(r.label for r in folded)
+        out += (
+            f'<details class="sm-more"><summary style="{_SUMMARY}">more: {e(names)}</summary>'
+            f'<table class="sm-report sm-more-rows" style="{_TABLE}">'
+            + _rows_html(folded, max_details)
+            + "</table></details>"
+        )
+    return out + "</div>"
 
 
 HISTORY_COLUMNS = (
@@ -515,16 +729,33 @@ def text_table(head: Sequence[str], body: Sequence[Sequence[str]], indent: str =
     return "\n".join(indent + line for line in out)
 
 
+def _td(text: str, shown: str | None = None, extra: str = "") -> str:
+    """A table cell, inline-styled: a short one stays on one line, a long one
+    wraps (so a table fits 1,000 px). ``shown``: its HTML when not ``text``
+    escaped."""
+    wrap = "white-space:nowrap" if len(text) <= 20 else "white-space:normal;min-width:10em"
+    body = html.escape(text) if shown is None else shown
+    return f'<td style="{_CELL};{wrap}{extra}">{body}</td>'
+
+
+def styled_table(
+    head: Sequence[str], rows: Sequence[str], caption: str = "", cls: str = "sm-table"
+) -> str:
+    """An inline-styled table of ``rows`` (``<tr>`` … ``</tr>`` each) under
+    ``head``, that keeps its layout in an untrusted notebook."""
+    e = html.escape
+    cap = f'<caption style="{_CAPTION}">{e(caption)}</caption>' if caption else ""
+    th = "".join(f'<th style="{_TH}">{e(h)}</th>' for h in head)
+    return (
+        f'<div style="overflow-x:auto;text-align:left"><table class="sm-report {cls}" '
+        f'style="{_TABLE}">{cap}<tr>{th}</tr>{"".join(rows)}</table></div>'
+    )
+
+
 def html_table(head: Sequence[str], body: Sequence[Sequence[str]], caption: str = "") -> str:
     """An escaped HTML table with the report style."""
-    e = html.escape
-    cap = f"<caption>{e(caption)}</caption>" if caption else ""
-    th = "".join(f"<th>{e(h)}</th>" for h in head)
-    rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in body)
-    return (
-        f'{CSS}<div style="overflow-x:auto"><table class="sm-report sm-table">{cap}'
-        f"<tr>{th}</tr>{rows}</table></div>"
-    )
+    rows = ["<tr>" + "".join(_td(c) for c in r) + "</tr>" for r in body]
+    return styled_table(head, rows, caption)
 
 
 def _history_body(reports: Iterable[Any]) -> tuple[list[str], list[list[str]]]:
@@ -635,7 +866,7 @@ def _flag_lines(view: Any) -> list[str]:
     return head + [f.message for f in view.flags if not f.divergence]
 
 
-def ranks_text(view: Any, max_details: int = MAX_DETAILS) -> str:
+def ranks_text(view: Any, max_details: int = MAX_DETAILS, verbose: bool = False) -> str:
     """A :class:`~stance_magic.ranks.RankReport` as text: one row per rank,
     where they diverged, how the gather went."""
     cols = _rank_columns(view)
@@ -649,38 +880,37 @@ def ranks_text(view: Any, max_details: int = MAX_DETAILS) -> str:
     out.append(f"  note: {_gather_line(view)}")
     if view.mode == "full" and view.reports:
         for rank, rep in enumerate(view.reports):
-            out.append(f"\n--- rank {rank} ---\n{report_text(rep, max_details)}")
+            out.append(f"\n--- rank {rank} ---\n{report_text(rep, max_details, verbose)}")
     return "\n".join(out)
 
 
-def ranks_html(view: Any, max_details: int = MAX_DETAILS) -> str:
+def ranks_html(view: Any, max_details: int = MAX_DETAILS, verbose: bool = False) -> str:
     """A :class:`~stance_magic.ranks.RankReport` as HTML (every string escaped);
     diverged ranks in the error colour."""
     e = html.escape
     cols = _rank_columns(view)
     shown = view.shown
     flagged = set(view.flagged_ranks)
-    head = "".join(f"<th>{e(h)}</th>" for h, _ in cols)
-    body = "".join(
+    body = [
         ('<tr class="sm-err">' if r.rank in flagged else "<tr>")
-        + "".join(f"<td>{e(get(r))}</td>" for _, get in cols)
+        + "".join(_td(get(r), extra=f";{_ERR}" if r.rank in flagged else "") for _, get in cols)
         + "</tr>"
         for r in shown
-    )
-    table = (
-        f'{CSS}<div style="overflow-x:auto"><table class="sm-report sm-table">'
-        f"<caption>{e(_ranks_title(view))}</caption><tr>{head}</tr>{body}</table></div>"
-    )
+    ]
+    table = styled_table([h for h, _ in cols], body, _ranks_title(view))
     items = []
     folded = _folded(view, shown)
     if folded:
-        items.append(f"<li>{e(folded)}</li>")
+        items.append(f'<li style="{_LI}">{e(folded)}</li>')
     for line in _flag_lines(view):
         if line.startswith("DIVERGED: "):
-            items.append(f'<li class="sm-err"><b>diverged</b>: {e(line[len("DIVERGED: ") :])}</li>')
+            items.append(
+                f'<li class="sm-err" style="{_LI};{_ERR}"><b>diverged</b>: '
+                f"{e(line[len('DIVERGED: ') :])}</li>"
+            )
         else:
-            items.append(f"<li>{e(line)}</li>")
-    items.append(f"<li><i>{e(_gather_line(view))}</i></li>")
+            items.append(f'<li style="{_LI}">{e(line)}</li>')
+    items.append(f'<li style="{_LI}"><i>{e(_gather_line(view))}</i></li>')
     parts = [
         table,
         f'<ul class="sm-ranks" style="margin:2px 0 6px;font-size:12px">{"".join(items)}</ul>',
@@ -689,7 +919,7 @@ def ranks_html(view: Any, max_details: int = MAX_DETAILS) -> str:
         for rank, rep in enumerate(view.reports):
             parts.append(
                 f"<details><summary>rank {rank}: full report</summary>"
-                f"{report_html(rep, max_details)}</details>"
+                f"{report_html(rep, max_details, verbose)}</details>"
             )
     return "".join(parts)
 
@@ -701,43 +931,24 @@ def summary_line(rep: Any, session: Any = None) -> str:
     Examples
     --------
     >>> from stance_magic.report import CellReport
-    >>> summary_line(CellReport(stance="default", index=3, wall_s=0.5, compile_s=0.4, compiles=1))
-    'cell 3 · default · 500.0 ms: 1 compile (400.0 ms), 0 cache hits'
+    >>> summary_line(
+    ...     CellReport(stance="default", index=3, wall_s=0.5, compile_s=0.4, compiles=1, graphs=1)
+    ... )
+    'cell 3 · default · 500.0 ms: compiled 1 graph in 400.0 ms'
     """
-    stance = stance_text(rep.stance, rep.skip_guard_eval_unsafe, rep.backend)
+    stance = _stance_line(rep)
     if session is not None and stance != str(session):
         stance += f" (its own; session: {session})"
-    parts = []
-    if rep.compiles or rep.backward_compiles:
-        n = rep.compiles + rep.backward_compiles
-        parts.append(f"{_plural(n, 'compile')} ({fmt_s(rep.compile_s)})")
-    else:
-        parts.append("nothing compiled")
-    if rep.recompiles:
-        parts.append(_plural(len(rep.recompiles), "recompile"))
-    breaks = rep.graph_break_count
-    if breaks:
-        parts.append(_plural(breaks, "graph break"))
-    if rep.eager_fallbacks:
-        parts.append(_plural(rep.eager_fallbacks, "eager fallback"))
-    if rep.refused_recompiles:
-        parts.append(_plural(rep.refused_recompiles, "refused recompile"))
-    eager = sum(n for w, n in rep.calls.eager.items() if w not in ("eager_on_recompile",))
-    if eager:
-        parts.append(f"{_plural(eager, 'call')} run eagerly")
-    failed = sum(rep.calls.failed.values())
-    if failed:
-        parts.append(f"{_plural(failed, 'call')} raised")
-    parts.append(_plural(rep.cache_hits, "cache hit"))
-    for lim in rep.recompile_limits:
-        parts.append(f"{lim.where.split(' (')[0]} at its recompile limit")
-    full = rep.tightest_budget
-    if full is not None and full.left == 1 and not rep.recompile_limits:
-        parts.append(f"{full.where.split(' (')[0]}: 1 recompile left")
-    line = f"{cell_label(rep)} · {stance} · {fmt_s(rep.wall_s)}: {', '.join(parts)}"
+    line = f"{cell_label(rep)} · {stance} · {fmt_s(rep.wall_s)}: {' · '.join(headline_parts(rep))}"
     if rep.error:
         line += f" · failed: {rep.error}"
     return line
+
+
+def _error_details(rep: Any) -> list[str]:
+    """The user's line that made the failing call, where the traceback has one."""
+    where = getattr(rep, "error_where", "")
+    return [f"raised at {where}"] if where else []
 
 
 @dataclass
@@ -811,24 +1022,18 @@ class BreakList(list[BreakEntry]):
         if not self:
             return "<p>stance_magic: no graph breaks in the measured cells</p>"
         e = html.escape
-        th = "".join(f"<th>{e(h)}</th>" for h in self._HEAD)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{_linked(e(c))}</td>" for c in row) + "</tr>"
-            for row in self._rows()
-        )
-        return (
-            f'{CSS}<div style="overflow-x:auto"><table class="sm-report sm-table">'
-            f"<caption>graph breaks to fix, most costly first</caption><tr>{th}</tr>{body}"
-            "</table></div>"
-        )
+        body = [
+            "<tr>" + "".join(_td(c, _linked(e(c))) for c in row) + "</tr>" for row in self._rows()
+        ]
+        return styled_table(self._HEAD, body, "graph breaks to fix, most costly first")
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
 
 
 def advice_html(lines: Iterable[str]) -> str:
-    items = "".join(f"<li>{html.escape(a)}</li>" for a in lines)
-    return f'<ul class="sm-advice" style="margin:2px 0 6px;font-size:12px">{items}</ul>'
+    items = "".join(f'<li style="{_LI}">{html.escape(a)}</li>' for a in lines)
+    return f'<ul class="sm-advice" style="{_UL};margin:2px 0 6px;font-size:12px">{items}</ul>'
 
 
 def _compiles_value(rep: Any) -> str:
@@ -907,7 +1112,6 @@ def _lookup_value(rep: Any) -> str:
 def lookup_method(lk: Any) -> str:
     """How a cell's cache lookups were measured, in one line."""
     from .probe import CACHE_LOOKUP_EVENT, SAMPLE_EVERY, SAMPLE_FIRST, torch_str
-    from .probe.anatomy import CALIBRATE_AFTER
 
     if lk.method == "profiler":
         text = (
@@ -929,24 +1133,17 @@ def lookup_method(lk: Any) -> str:
             "functions after graph breaks or frames compiled on their own, which have no "
             "start to time from (use -g to measure them with the profiler)"
         )
+    # How each way of timing works is explained once, in the docs the row's
+    # label links to (call-anatomy.md, "How it is measured").
     if lk.bounded:
         text = (
             f"timed in situ: {_plural(lk.timed, 'lookup')}, each bounded as torch's profiler "
-            "bounds a lookup (frame locals, guard checks; the profiler ran over a few calls "
-            "of each function in its first three cells, and its share of the span from "
-            "torch.compile's dispatch to the end of the lookup applies to each): the rest of "
-            "the span is torch.compile's wrapper's (see 'a compiled call'); "
-            "-u saves part of the lookup, as it still builds the locals and runs the guards "
-            "that tell entries apart"
+            "bounds a lookup (the rest of the span is the wrapper's: 'a compiled call')"
         )
     else:
         text = (
             f"timed in situ: {_plural(lk.timed, 'lookup')}, each from torch.compile's call "
-            "into Dynamo to the end of the lookup (frame locals, guard checks, and the "
-            "wrapper's way into Dynamo: not bounded by torch's profiler, which runs over a "
-            f"few calls of a function once {CALIBRATE_AFTER} of its lookups have been timed "
-            "in a cell, and not while another profiler runs); -u saves part of it, as it "
-            "still builds the locals and runs the guards that tell entries apart"
+            "into Dynamo to the end of the lookup, not bounded by torch's profiler in this cell"
         )
     if lk.resumed:
         text += (
@@ -995,7 +1192,7 @@ def device_text(p: Any) -> str:
 def _parts_value(p: Any) -> str:
     parts = []
     if p.calls:
-        parts.append(parts_text(p) + ", median of the timed calls")
+        parts.append(parts_text(p) + ", medians")
         if p.device_s is not None:
             parts[-1] += " (host time)"
             parts.append(device_text(p))
@@ -1023,9 +1220,11 @@ def _parts_details(rep: Any) -> list[str]:
                 )
                 if v is not None
             )
-            line = f"{where}: {_plural(p.calls, 'timed call')}, {parts_text(p)}"
+            line = f"{where}: {_plural(p.calls, 'timed call')}"
+            if len(rep.lookups.targets) > 1:
+                line += f", {parts_text(p)}"
             if split:
-                line += f" (the wrapper: {split}; stance_magic's own hooks run in it too)"
+                line += f"; the wrapper: {split}"
             out.append(line)
         if p.device_s is not None:
             how = {
@@ -1182,7 +1381,7 @@ def call_account_text(calls: Any) -> str:
     return f"{_plural(calls.total, 'call')}: {'; '.join(parts)}"
 
 
-def _call_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
+def _call_rows(rep: Any) -> list[Row]:
     """Every call of a compiled function by how it ended: one row, where some
     call ran eagerly, was refused or failed."""
     calls = rep.calls
@@ -1199,17 +1398,17 @@ def _call_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
                     "that the eager call reached a second time (nested frames count their own "
                     "calls: torch's behaviour)"
                 )
-    return [("calls", call_account_text(calls), details)]
+    return [Row("calls", call_account_text(calls), details, "")]
 
 
-def _cache_rows(rep: Any) -> list[tuple[str, str, list[str]]]:
+def _cache_rows(rep: Any) -> list[Row]:
     """Compile time by where it came from: Dynamo tracing, then AOTAutograd's
     and Inductor's FX graph cache (hit: loaded; miss: generated), per compile."""
     verdict = cache_verdict(rep.compile_caches)
     if not verdict:
         return []
     details = [cache_line(f) for f in rep.frames if f.caches]
-    return [("compile caches", verdict, details)]
+    return [Row("compile caches", verdict, details, "value")]
 
 
 def cache_use_text(c: Any) -> str:
@@ -1329,7 +1528,7 @@ def _share_html(rep: Any) -> str:
         value = f'<a href="{e(href)}" target="_blank">{e(where)}</a>' if href else e(where)
         if what == "timeline":
             value += " (open in ui.perfetto.dev or chrome://tracing)"
-        out.append(f"<tr><th>{e(what)}</th><td>{value}</td></tr>")
+        out.append(f'<tr><th style="{_TH}">{e(what)}</th><td style="{_TD}">{value}</td></tr>')
     return "".join(out)
 
 

@@ -839,6 +839,9 @@ class CellReport:
     #: the times of this report were taken with memory measuring on
     memory_on: bool = False
     error: str | None = None
+    #: the user's line that made the failing call (``In [4], line 2``; ""
+    #: where the traceback holds no line of the user's)
+    error_where: str = ""
     frames: list[FrameCompile] = field(default_factory=list)
     #: --compare's figures (None for a cell measured once; see :class:`Comparison`)
     compare: Comparison | None = None
@@ -1062,18 +1065,27 @@ class CellReport:
         return report_figure(self)
 
     # The words are render's: the data class stays plain.
-    def text(self, max_details: int | None = None) -> str:
-        """The report as text, ``max_details`` detail lines under a row
-        before the rest fold (see :func:`stance_magic.render.report_text`)."""
+    def text(
+        self, max_details: int | None = None, verbose: bool = False, hints: bool = True
+    ) -> str:
+        """The report as text: its headline, its hints (unless ``hints`` is
+        False), the rows that matter for this cell (every row with
+        ``verbose``), ``max_details`` detail lines under a row before the rest
+        fold (see :func:`stance_magic.render.report_text`)."""
         from .render import MAX_DETAILS, report_text
 
-        return report_text(self, MAX_DETAILS if max_details is None else max_details)
+        n = MAX_DETAILS if max_details is None else max_details
+        return report_text(self, n, verbose, self.advice() if hints else ())
 
-    def html(self, max_details: int | None = None) -> str:
-        """The report as an HTML table (see :func:`stance_magic.render.report_html`)."""
+    def html(
+        self, max_details: int | None = None, verbose: bool = False, hints: bool = True
+    ) -> str:
+        """The report as HTML, the other rows folded in a ``<details>`` (see
+        :func:`stance_magic.render.report_html`)."""
         from .render import MAX_DETAILS, report_html
 
-        return report_html(self, MAX_DETAILS if max_details is None else max_details)
+        n = MAX_DETAILS if max_details is None else max_details
+        return report_html(self, n, verbose, self.advice() if hints else ())
 
     def __str__(self) -> str:
         return self.text()

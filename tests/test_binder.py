@@ -204,7 +204,7 @@ def test_binder_environment_runs_the_tour(tmp_path, request):
     ]
     assert not errors, f"cells raised: {errors}"
     reports = sum(
-        "stance_magic report" in "".join(o.get("data", {}).get("text/plain", ""))
+        "stance_magic · " in "".join(o.get("data", {}).get("text/plain", ""))
         for c in nb["cells"]
         for o in c.get("outputs", [])
     )

@@ -306,11 +306,19 @@ def test_every_call_has_one_outcome_and_the_account_agrees_with_torch(
     }
     assert got == expected
     text = "\n".join(o.data.get("text/plain", "") for o in cap.outputs) + cap.stdout
+    full = last(sh).text(verbose=True)
     if calls.unusual:
         word = "call" if len(sizes) == 1 else "calls"
-        assert f"calls                {len(sizes)} {word}:" in text, text
+        assert f"calls                {len(sizes)} {word}:" in full, full
+        # the brief report's headline names every call that did not run compiled code
+        head = text.splitlines()[0]
+        verbs = (("eager", "ran eagerly"), ("refused", "refused"), ("failed", "raised"))
+        for outcome, verb in verbs:
+            n = sum(getattr(calls, outcome).values())
+            if n:
+                assert f"{n} call{'s' if n != 1 else ''} {verb}" in head, head
     else:
-        assert "\n  calls " not in text, text
+        assert "\n  calls " not in full, full
 
 
 def test_the_report_says_the_cells_own_code_set_a_stance(sh):

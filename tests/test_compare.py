@@ -207,7 +207,8 @@ def test_compare_that_never_pays_off_on_a_fake_clock(sh, clk):
         "a compiled run no faster than an eager one never pays for its compile"
     )
     text = "\n".join(text_outputs(cap))
-    assert "never (compiled is not faster)" in text
+    assert "never breaks even" in text.splitlines()[1]  # the headline (after the notice)
+    assert "never (compiled is not faster)" in rep.text(verbose=True)
     assert "does not pay off" in text
     assert not images(cap)
 
@@ -441,8 +442,9 @@ def test_break_even_of_one_run_is_singular():
     rep = CellReport(
         compare=Comparison(eager_s=2.0, compiled_s=1.0, speedup=2.0, break_even_calls=1)
     )
-    text = str(rep)
+    text = rep.text(verbose=True)
     assert "break-even           1 run" in text and "1 runs" not in text
+    assert "breaks even after 1 run" in str(rep) and "1 runs" not in str(rep)
     rep = replace(rep, compare=replace(rep.compare, break_even_calls=3))
     assert "3 runs" in str(rep)
 
@@ -512,7 +514,7 @@ def test_terminal_without_images_gets_text_only(sh):
     _, cap = run(sh, "%%stance default\npt(torch.ones(2))")
     assert not images(cap)
     assert not any("chart]" in t for t in text_outputs(cap))
-    assert any("stance_magic report" in t for t in text_outputs(cap))
+    assert any(t.startswith("stance_magic · ") for t in text_outputs(cap))
 
 
 def test_history_plot_in_a_terminal_says_why_there_is_no_chart(shell):
@@ -528,7 +530,10 @@ def test_history_plot_in_a_terminal_says_why_there_is_no_chart(shell):
 def test_recompile_hint_from_a_real_cell(sh):
     sh.run_cell("dyn = torch.compile(lambda x: x * 9, backend='eager', dynamic=False)")
     _, cap = run(sh, "%%stance default --no-plot\nfor n in (2, 3, 4):\n    dyn(torch.ones(n))")
-    hints = [t for t in text_outputs(cap) if t.startswith("hint:")]
+    # the hint is the report's second line, under its headline
+    (report,) = [t for t in text_outputs(cap) if t.startswith("stance_magic · ")]
+    hints = [ln for ln in report.splitlines() if ln.startswith("hint:")]
+    assert report.splitlines()[1] == hints[0]
     assert hints and "eager_then_compile" in hints[0] and "size mismatch" in hints[0]
     _, cap = run(sh, "%%stance default --no-plot\ndyn(torch.ones(2))")
     assert not any("eager_then_compile" in t for t in text_outputs(cap))

@@ -107,7 +107,8 @@ def test_with_cuda_in_use_the_window_and_every_compare_run_synchronize(sh, syncs
     assert t_out - t_in <= rep.wall_s <= time.perf_counter() - start
     assert rep.synchronized and rep.summary_row()["synchronized"] is True
     text = "\n".join(text_outputs(cap))
-    assert "CUDA synchronized at its start and end" in text
+    assert "(CUDA synchronized):" in text.splitlines()[0]  # the headline
+    assert "CUDA synchronized at its start and end" in rep.text(verbose=True)
     assert "CUDA synchronized at its start and end" in html_outputs(cap)[0]
 
     sh.user_ns["marks"] = []
@@ -128,7 +129,7 @@ def test_with_cuda_in_use_the_window_and_every_compare_run_synchronize(sh, syncs
         assert before and after
     cmp = last(sh)
     assert cmp.compare.synchronized and cmp.synchronized
-    assert "every run timed from and to a synchronized CUDA device" in "\n".join(text_outputs(cap))
+    assert "every run timed from and to a synchronized CUDA device" in cmp.text(verbose=True)
 
 
 class FakeEvent:
@@ -186,7 +187,7 @@ def test_with_cuda_each_timed_call_is_marked_on_the_stream(sh, syncs, monkeypatc
     assert p.compiled_s < p.device_s < p.call_s + p.compiled_s
     assert rep.call_parts.device_s == pytest.approx(p.device_s)
     assert rep.summary_row()["call_device_s"] == pytest.approx(p.device_s)
-    text = "\n".join(text_outputs(cap))
+    text = rep.text(verbose=True)
     assert "(host time); compiled code on the GPU" in text
     assert "CUDA events on the current stream" in text
 
@@ -409,7 +410,7 @@ def test_reduce_overhead_on_cpu_tensors_is_skipped_with_torchs_reason(sh, tmp_pa
             # the compile workers built the C++ kernel: inside the compile time
             k = rep.kernel_breakdown.get("kernel_compile", 0.0)
             assert 0 < k <= rep.compile_s
-            assert "of which kernel compilation" in text
+            assert "of which kernel compilation" in rep.text(verbose=True)
     assert _our_wrappers_in_torch() == []
     # a cell that only calls the compiled code again skips nothing more
     before = _skips_now()

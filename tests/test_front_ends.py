@@ -169,7 +169,7 @@ def test_help_lists_every_option_with_its_help(shell):
     parser = StanceMagics.stance.parser
     flat = _flat(doc)
     options = [a for a in parser._actions if a.option_strings]
-    assert len(options) == 16  # with --trace and --timeline
+    assert len(options) == 17  # with --trace, --timeline and --verbose
     for action in options:
         for flag in action.option_strings:
             assert re.search(rf"(^|\s){re.escape(flag)}\b", doc), flag

@@ -349,7 +349,7 @@ def test_reload_does_not_register_twice(shell):
     shell.run_cell("%load_ext stance_magic")
     assert len(shell.events.callbacks["post_run_cell"]) == n_post
     _, cap = run(shell, "%%stance force_eager\nx = 1")
-    assert sum("stance_magic report" in t for t in text_outputs(cap)) == 1
+    assert sum(t.startswith("stance_magic · ") for t in text_outputs(cap)) == 1
 
 
 def test_unload_removes_hooks_and_restores_the_stance_before_load():

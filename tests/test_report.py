@@ -462,7 +462,7 @@ def test_report_text_and_html_in_the_cell_output(sh):
         "stance",
     ):
         assert word in html
-    assert any("stance_magic report" in t for t in text_outputs(cap))
+    assert any(t.startswith("stance_magic · ") for t in text_outputs(cap))
     _, cap = run(sh, "%%stance default -q\nr(torch.ones(3))")
     assert not cap.outputs or not any("stance_magic" in t for t in text_outputs(cap))
 
@@ -476,7 +476,7 @@ def test_reports_carry_ipythons_cell_number(shell, tmp_path):
     hist = stance_magic.get_engine().history
     rep = hist[-1]
     assert rep.execution_count == n and rep.index == len(hist) and n != rep.index
-    assert any(t.startswith(f"stance_magic report, In [{n}]") for t in text_outputs(cap))
+    assert any(t.startswith(f"stance_magic · In [{n}] · ") for t in text_outputs(cap))
     assert any(f"In [{n}]" in h for h in html_outputs(cap))
     assert rep.summary_row()["execution_count"] == n
     # --compare, --sweep and watched cells too

@@ -80,7 +80,7 @@ def test_every_lookup_counted_and_a_bounded_sample_timed(sh):
     # the total: each function's timed mean times its lookups
     assert rep.lookups.seconds == pytest.approx(s.seconds + o.seconds)
     assert s.seconds > 0 and o.seconds > 0
-    text = " ".join(str(rep).split())
+    text = " ".join(rep.text(verbose=True).split())
     looked_up = (n - 1) + (m - 1)
     assert f"{rep.lookups.timed} of {looked_up} lookups of the called functions timed" in text
     assert f"{s.sampled} more counted, not timed" in text

@@ -243,7 +243,7 @@ def test_cold_then_warm_verdict_names_the_cold_cell():
     row = warm_rep.summary_row()
     assert row["fx_cache_hits"] == 1 and row["cache_state"] == "warm"
     assert row["cache_saved_s"] == pytest.approx(7.5)
-    text = str(warm_rep)
+    text = warm_rep.text(verbose=True)
     assert "compile caches" in text and "AOTAutograd cache 1 hit" in text
     assert "(torch recorded 7.50 s generating it)" in text
 
@@ -257,7 +257,7 @@ def test_bypass_reason_and_caches_off():
     rep = _with_caches(rep, window, events, [])
     assert rep.compile_caches.fx_bypasses == 1 and rep.compile_caches.state == "cold"
     assert "1 bypass (Unsupported post grad custom pass)" in rep.compile_caches.verdict
-    assert "FX graph cache bypassed: Unsupported post grad custom pass" in str(rep)
+    assert "FX graph cache bypassed: Unsupported post grad custom pass" in rep.text(verbose=True)
 
     off = CellReport(frames=[_frame("2/0")])
     off = _with_caches(

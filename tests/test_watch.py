@@ -17,15 +17,15 @@ def test_watch_reports_cells_that_compile(sh):
     assert "watch on" in cap.stdout
     n = len(stance_magic.history())
     _, cap = run(sh, "w(torch.ones(2))")
-    assert any("stance_magic report" in t for t in text_outputs(cap))
+    assert any(t.startswith("stance_magic · ") for t in text_outputs(cap))
     _, cap = run(sh, "x = 1 + 1")  # compiles nothing: no report
-    assert not any("stance_magic report" in t for t in text_outputs(cap))
+    assert not any(t.startswith("stance_magic · ") for t in text_outputs(cap))
     # a %%stance cell is reported once, by the cell magic
     _, cap = run(sh, "%%stance default --no-plot\nw(torch.ones(7))")
-    assert sum("stance_magic report" in t for t in text_outputs(cap)) == 1
+    assert sum(t.startswith("stance_magic · ") for t in text_outputs(cap)) == 1
     run(sh, "%stance watch off")
     _, cap = run(sh, "w(torch.ones(9))")
-    assert not any("stance_magic report" in t for t in text_outputs(cap))
+    assert not any(t.startswith("stance_magic · ") for t in text_outputs(cap))
     assert len(stance_magic.history()) > n
 
 
@@ -45,7 +45,7 @@ def test_watch_keeps_in_the_history_only_cells_where_torch_compile_did_something
     assert len(hist) == n + 1 and hist[-1].compiles == 1
     _, cap = run(shell, "w(torch.ones(2))")  # served from the cache: kept, not reported
     assert len(hist) == n + 2 and hist[-1].cache_hits == 1 and hist[-1].compiles == 0
-    assert not any("stance_magic report" in str(o.data) for o in cap.outputs)
+    assert not any("stance_magic · " in str(o.data) for o in cap.outputs)
     run(shell, "%stance force_eager -q")
     run(shell, "w(torch.ones(2))")  # a compiled function, run eagerly: kept
     assert len(hist) == n + 3 and hist[-1].stance == "force_eager"

@@ -240,7 +240,7 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(
 
     # a %%stance cell: the report as text and HTML, and its chart as a PNG
     data = [o.get("data", {}) for o in outs[MEASURED]]
-    report = [d for d in data if "stance_magic report" in d.get("text/plain", "")]
+    report = [d for d in data if d.get("text/plain", "").startswith("stance_magic · ")]
     assert report and "<table" in report[0]["text/html"], data
     assert "recompiles           1" in report[0]["text/plain"], report[0]["text/plain"]
     pngs = [base64.b64decode(d["image/png"]) for d in data if "image/png" in d]

@@ -39,6 +39,7 @@ from .device import cuda_in_use, sync_if_cuda
 from .frames import (
     NOTEBOOK,
     is_user_file,
+    raised_from,
     resume_parts,
 )
 from .monitoring import EX_CALLS_SEEN
@@ -207,6 +208,7 @@ __all__ = [
     "missing_stance_hint",
     "no_disk_caches",
     "quiet_fd2",
+    "raised_from",
     "reached_cell",
     "record_total_s",
     "record_user_frames",

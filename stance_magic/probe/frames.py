@@ -191,6 +191,21 @@ def keep_user_frames(frames: Any, limit: int = USER_FRAMES) -> list[tuple[str, s
     return out
 
 
+def raised_from(exc: BaseException, limit: int = USER_FRAMES) -> list[tuple[str, str, int]]:
+    """The user's frames of an exception's traceback, innermost first, as
+    :func:`user_frames` gives them: the line that made the failing call (a
+    torch.compile'd function refused, a compile error), then its callers.
+    torch's, the standard library's and the harness's frames are left out
+    wherever they are (stance_magic's wrappers inside torch's frames too)."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        frames.append((code.co_name, code.co_filename, tb.tb_lineno or 0))
+        tb = tb.tb_next
+    return [f for f in reversed(frames) if is_user_file(f[1])][:limit]
+
+
 def is_user_file(filename: str) -> bool:
     """Whether :func:`user_frames` keeps a frame of this file."""
     return not (
