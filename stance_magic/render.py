@@ -592,12 +592,14 @@ _CELL = (
 )
 _TH = f"{_CELL};font-weight:600;white-space:nowrap"
 _TD = f"{_CELL};white-space:normal"
+_TH_WRAP = f"{_CELL};font-weight:600;white-space:normal"
 _UL = "margin:0;padding-left:16px;text-align:left"
 _LI = "text-align:left"
 _CAPTION = "text-align:left;font-weight:600;padding:2px 0;caption-side:top"
 _HINT = "text-align:left;padding:2px 8px;color:#1a6b3c"
 _ERR = "color:#c62828"
 _SUMMARY = "cursor:pointer;font-size:12px;color:#777;text-align:left"
+_DOC_LINK = "font-weight:400;font-size:10px;color:#888;text-decoration:none;vertical-align:super"
 
 
 def _rows_html(rows: Sequence[Row], max_details: int) -> str:
@@ -621,10 +623,9 @@ def _rows_html(rows: Sequence[Row], max_details: int) -> str:
         doc = ROW_DOCS.get(label)
         head = e(label)
         if doc:
-            head = (
-                f'<a href="{DOCS}{doc}" target="_blank" rel="noopener" '
-                f'title="how this is measured" style="color:inherit;text-decoration:none">'
-                f"{head}</a>"
+            head += (
+                f' <a href="{DOCS}{doc}" target="_blank" rel="noopener" '
+                f'title="how this is measured (docs)" style="{_DOC_LINK}">?</a>'
             )
         out.append(
             f'<tr><th style="{_TH}">{head}</th><td style="{style}">{e(value)}{det}</td></tr>'
@@ -670,8 +671,7 @@ def report_html(
 
 
 HISTORY_COLUMNS = (
-    ("cell", "cell"),
-    ("execution_count", "In"),
+    ("cell_label", "cell"),
     ("label", "code"),
     ("stance_label", "stance"),
     ("wall_s", "wall"),
@@ -679,8 +679,7 @@ HISTORY_COLUMNS = (
     ("compiles", "compiles"),
     ("recompiles", "recompiles"),
     ("graph_breaks", "breaks"),
-    ("cache_hits", "hits"),
-    ("cache_misses", "misses"),
+    ("hits_misses", "hits/misses"),
     ("guard_s", "guards"),
     ("error", "error"),
 )
@@ -729,32 +728,47 @@ def text_table(head: Sequence[str], body: Sequence[Sequence[str]], indent: str =
     return "\n".join(indent + line for line in out)
 
 
-def _td(text: str, shown: str | None = None, extra: str = "") -> str:
+def _td(text: str, shown: str | None = None, extra: str = "", columns: int = 0) -> str:
     """A table cell, inline-styled: a short one stays on one line, a long one
     wraps (so a table fits 1,000 px). ``shown``: its HTML when not ``text``
-    escaped."""
-    wrap = "white-space:nowrap" if len(text) <= 20 else "white-space:normal;min-width:10em"
+    escaped; ``columns``: the table's (a wide one is set tighter)."""
+    wrap = "white-space:nowrap" if len(text) <= 22 else "white-space:normal;min-width:7em"
     body = html.escape(text) if shown is None else shown
-    return f'<td style="{_CELL};{wrap}{extra}">{body}</td>'
+    if shown is None and len(text) > 12 and "_" in text and " " not in text:
+        # a long name (aot_eager_then_compile) may break after an underscore
+        wrap, body = "white-space:normal", body.replace("_", "_<wbr>")
+    return f'<td style="{_CELL};{wrap}{extra}{_tight(columns)}">{body}</td>'
 
 
 def styled_table(
     head: Sequence[str], rows: Sequence[str], caption: str = "", cls: str = "sm-table"
 ) -> str:
     """An inline-styled table of ``rows`` (``<tr>`` … ``</tr>`` each) under
-    ``head``, that keeps its layout in an untrusted notebook."""
+    ``head``, that keeps its layout in an untrusted notebook; a table of many
+    columns is set tighter, its headers wrapping at a slash, so it fits 1,000 px."""
     e = html.escape
     cap = f'<caption style="{_CAPTION}">{e(caption)}</caption>' if caption else ""
-    th = "".join(f'<th style="{_TH}">{e(h)}</th>' for h in head)
+    tight = _tight(len(head))
+    th = "".join(f'<th style="{_TH_WRAP}{tight}">{e(h).replace("/", "/<wbr>")}</th>' for h in head)
     return (
         f'<div style="overflow-x:auto;text-align:left"><table class="sm-report {cls}" '
-        f'style="{_TABLE}">{cap}<tr>{th}</tr>{"".join(rows)}</table></div>'
+        f'style="{_TABLE}{tight}">{cap}<tr>{th}</tr>{"".join(rows)}</table></div>'
     )
+
+
+#: Columns from which a table is set tighter (smaller type, less padding).
+WIDE = 9
+
+
+def _tight(columns: int) -> str:
+    """The style that sets a table of ``columns`` tighter ("" for a narrow one;
+    the last declaration wins)."""
+    return ";font-size:11px;padding:2px 4px" if columns >= WIDE else ""
 
 
 def html_table(head: Sequence[str], body: Sequence[Sequence[str]], caption: str = "") -> str:
     """An escaped HTML table with the report style."""
-    rows = ["<tr>" + "".join(_td(c) for c in r) + "</tr>" for r in body]
+    rows = ["<tr>" + "".join(_td(c, columns=len(head)) for c in r) + "</tr>" for r in body]
     return styled_table(head, rows, caption)
 
 
@@ -762,7 +776,10 @@ def _history_body(reports: Iterable[Any]) -> tuple[list[str], list[list[str]]]:
     reports = list(reports)
     columns = _columns(reports)
     rows = [r.summary_row() for r in reports]
-    for row in rows:
+    for rep, row in zip(reports, rows):
+        # the history's own columns: the cell as the notebook names it, two counts in one
+        row["cell_label"] = cell_label(rep)
+        row["hits_misses"] = f"{row['cache_hits']}/{row['cache_misses']}"
         if row.get("cache_state"):
             row["fx_hits_misses"] = f"{row['fx_cache_hits']}/{row['fx_cache_misses']}"
         else:
@@ -893,7 +910,10 @@ def ranks_html(view: Any, max_details: int = MAX_DETAILS, verbose: bool = False)
     flagged = set(view.flagged_ranks)
     body = [
         ('<tr class="sm-err">' if r.rank in flagged else "<tr>")
-        + "".join(_td(get(r), extra=f";{_ERR}" if r.rank in flagged else "") for _, get in cols)
+        + "".join(
+            _td(get(r), extra=f";{_ERR}" if r.rank in flagged else "", columns=len(cols))
+            for _, get in cols
+        )
         + "</tr>"
         for r in shown
     ]
@@ -1023,7 +1043,8 @@ class BreakList(list[BreakEntry]):
             return "<p>stance_magic: no graph breaks in the measured cells</p>"
         e = html.escape
         body = [
-            "<tr>" + "".join(_td(c, _linked(e(c))) for c in row) + "</tr>" for row in self._rows()
+            "<tr>" + "".join(_td(c, _linked(e(c)), columns=len(self._HEAD)) for c in row) + "</tr>"
+            for row in self._rows()
         ]
         return styled_table(self._HEAD, body, "graph breaks to fix, most costly first")
 

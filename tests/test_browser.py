@@ -79,7 +79,7 @@ CELLS = [
     'f = torch.compile(lambda x: x.sin() + 1, backend="eager")\n'
     "nn = torch.nn\n"
     "model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 8))\n"
-    'cmodel = torch.compile(model, backend="eager")\n'
+    "imodel = torch.compile(model)  # Inductor\n"
     'print("FROM:", stance_magic.__file__)',
     "p1 = stance_magic.panel()\np1",
     'y = f(torch.ones(3))\nprint("STANCE:", stance_magic.current_stance().name)',
@@ -92,10 +92,11 @@ CELLS = [
     "p2 = stance_magic.panel()\np2",
     "y = f(torch.ones(5))",  # a new shape: a recompile
     "%%stance fail_on_recompile\ny = f(torch.ones(2, 2))",  # refused: the cell fails
-    # the docs' report: getting-started.md's example, with the eager backend
+    # the docs' report: the README's and getting-started.md's example, with
+    # Inductor (torch.compile's default backend) as they show it
     "%%stance default\n"
     "for n in (8, 16, 32):  # changing batch sizes\n"
-    "    y = cmodel(torch.randn(n, 64))",
+    "    y = imodel(torch.randn(n, 64))",
 ]
 (SETUP, PANEL, MEASURED, TRIVIAL, SLEEP, CLOSE, REOPEN, SECOND, RECOMPILE, FAIL, REPORT) = range(
     len(CELLS)
@@ -341,7 +342,7 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             run(MEASURED)
             expect(output(MEASURED)).to_contain_text("STANCE: default")
             expect(header).to_contain_text(re.compile(r"In \[\d+\] · default · "))
-            expect(header).to_contain_text("1 compile (")
+            expect(header).to_contain_text("compiled 1 graph in ")
             expect(live.locator(".sm-report-box")).to_be_hidden()
             box = panel.bounding_box()
             assert box is not None and box["height"] < 260, box  # compact: was ~870 px
@@ -516,7 +517,9 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             expect(panel).to_have_class(re.compile(r"jupyter-widgets-disconnected"))
             shoot("panel-restarted", panel)
 
-            # -- the docs' pictures: light theme, a fresh kernel, a recompile -------
+            # -- the docs' pictures: light theme, a fresh kernel, a recompile, the
+            # -- size of a laptop's screen (1280 x 800) ------------------------------
+            page.set_viewport_size({"width": 1280, "height": 800})
             page.evaluate(
                 "() => window.jupyterapp.commands.execute('apputils:change-theme', "
                 "{theme: 'JupyterLab Light'})"
@@ -533,17 +536,36 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             header = live.locator(".jupyter-widget-Collapse-header")
             expect(header).to_contain_text("No measured cell yet")
             run(REPORT)
-            report = output(REPORT).locator("table.sm-report")
-            expect(report).to_contain_text("why it recompiled")
-            expect(report).to_contain_text("size mismatch")
+            report = output(REPORT).locator("table.sm-report").first
+            caption = report.locator("caption")
+            expect(caption).to_contain_text("1 recompile (")
+            expect(caption).to_contain_text("compiled ")
+            hint = report.locator("td", has_text="hint: ").first
+            expect(hint).to_contain_text("eager_then_compile")
+            expect(report).to_contain_text("size mismatch")  # the recompile row
             expect(output(REPORT).locator("img")).to_be_visible()  # the chart
             expect(header).to_contain_text("1 recompile")
             header.click()
-            expect(live.locator("table.sm-report")).to_contain_text("why it recompiled")
+            live_report = live.locator("table.sm-report").first
+            expect(live_report.locator("caption")).to_contain_text("1 recompile (")
             expect(live.locator("img.sm-chart")).to_be_visible()
             page.mouse.click(5, 700)  # focus away from the panel
-            shoot("docs-panel", panel)
-            shoot("docs-report", cells.nth(REPORT), left=12)
+
+            def screen(name: str, top: Any, *seen: Any) -> None:
+                """The screen as a user sees it with ``top`` at its top: each of
+                ``seen`` (the headline, the hint) in view without scrolling."""
+                top.evaluate("(e) => e.scrollIntoView({block: 'start'})")
+                page.wait_for_timeout(400)  # let images lay out
+                height = page.viewport_size["height"]
+                for part in seen:
+                    box = part.bounding_box()
+                    assert box is not None and 0 <= box["y"], (name, box)
+                    assert box["y"] + box["height"] <= height, (name, box)
+                page.screenshot(path=str(shots[name]))
+
+            live_hint = live_report.locator("td", has_text="hint: ").first
+            screen("docs-panel", cells.nth(PANEL), live_report.locator("caption"), live_hint)
+            screen("docs-report", cells.nth(REPORT), caption, hint)
         finally:
             browser.close()
     for shot in shots.values():
@@ -559,3 +581,86 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
         ("docs-report", "report.png"),
     ):
         shutil.copyfile(shots[name], images / picture)
+
+
+#: A committed notebook whose outputs hold reports, tables and hints.
+UNTRUSTED = REPO / "notebooks" / "01_tour.ipynb"
+
+#: Every report cell's alignment, read from the browser (what a user sees).
+REPORT_LAYOUT = """() => {
+    const out = [];
+    for (const t of document.querySelectorAll('.jp-OutputArea-output table.sm-report')) {
+        const area = t.closest('.jp-OutputArea-output');
+        const cells = [...t.querySelectorAll('td, th, li, caption')];
+        out.push({
+            aligns: [...new Set(cells.map((c) => getComputedStyle(c).textAlign))],
+            width: t.getBoundingClientRect().width,
+            room: area.clientWidth,
+            text: t.textContent.slice(0, 120),
+            folded: !!t.closest('details:not([open])'),
+        });
+    }
+    return out;
+}"""
+
+
+def test_a_committed_notebook_opened_untrusted_keeps_the_report_layout(
+    lab: tuple[str, str], tmp_path: Path
+) -> None:
+    """What Binder and a fresh clone show first: a committed notebook,
+    untrusted, so JupyterLab's sanitizer drops every <style> element of its
+    outputs. The reports are styled inline: left-aligned cells, bullets by
+    their text, every table within the output area at 1,000 px."""
+    base, token = lab
+    nb = nbformat.read(UNTRUSTED, as_version=4)
+    nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "stance_magic test"}
+    nbformat.write(nb, tmp_path / "root" / UNTRUSTED.name)  # outputs as committed
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 1400})
+            page.set_default_timeout(60_000)
+            page.goto(f"{base}/lab/tree/{UNTRUSTED.name}?token={token}&reset")
+            page.wait_for_function("() => !!window.jupyterapp", timeout=60_000)
+            page.locator(".jp-OutputArea-output table.sm-report").first.wait_for()
+            page.evaluate(
+                "() => { window.jupyterapp.shell.collapseLeft();"
+                " window.jupyterapp.shell.collapseRight(); }"
+            )
+            page.wait_for_timeout(500)
+            trusted = page.evaluate(
+                """() => { const m = window.jupyterapp.shell.currentWidget.content.model;
+                    const cells = [];
+                    for (let i = 0; i < m.cells.length; i++) cells.push(m.cells.get(i));
+                    return cells.filter((c) => c.type === 'code').map((c) => c.trusted); }"""
+            )
+            assert trusted and not any(trusted), trusted  # opened untrusted
+            # the windowed notebook renders cells as they scroll into view
+            page.evaluate(
+                "() => { const nb = window.jupyterapp.shell.currentWidget.content;"
+                " nb.notebookConfig && (nb.notebookConfig.windowingMode = 'none'); }"
+            )
+            for _ in range(40):
+                page.mouse.wheel(0, 1200)
+                page.wait_for_timeout(50)
+            layout = page.evaluate(REPORT_LAYOUT)
+            assert len(layout) >= 3, layout
+            styles = page.evaluate(
+                "() => document.querySelectorAll('.jp-OutputArea-output style').length"
+            )
+            assert styles == 0, "the sanitizer keeps no <style> in an untrusted output"
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            wide = page.locator(".jp-OutputArea-output table.sm-report", has_text="sweep")
+            if wide.count():
+                wide.first.scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / "untrusted-sweep.png"))
+            for table in layout:
+                assert table["aligns"] == ["left"], table
+                assert table["width"] <= table["room"] + 1, table
+            first = page.locator(".jp-OutputArea-output table.sm-report").first
+            first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "untrusted.png"))
+        finally:
+            browser.close()

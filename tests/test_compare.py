@@ -523,7 +523,7 @@ def test_history_plot_in_a_terminal_says_why_there_is_no_chart(shell):
     _, cap = run(shell, "%stance history --plot")
     why = [ln for ln in cap.stdout.splitlines() if "chart" in ln]
     assert len(why) == 1 and "text only" in why[0], cap.stdout
-    assert "cell  In" in cap.stdout  # the table itself still shows
+    assert "cell    code" in cap.stdout  # the table itself still shows
     assert not [o for o in cap.outputs if "image/png" in o.data]
 
 
