@@ -143,7 +143,7 @@ def _break_key(g: Any) -> str:
 def summarize(rep: CellReport, rank: int, host: str | None = None) -> RankSummary:
     """The fixed-size summary of a :class:`~stance_magic.report.CellReport`."""
     details = list(getattr(rep, "recompile_details", []) or [])
-    reasons = tuple(_cut(f"{r.where}: {r}") for r in details[:MAX_REASONS])
+    reasons = tuple(_cut(f"{r.where}: {r.reason}") for r in details[:MAX_REASONS])
     breaks = list(getattr(rep, "graph_break_details", []) or [])
     keys = sorted(f"{_break_key(g)}|{g.count}" for g in breaks)
     digest = hashlib.blake2b("\n".join(keys).encode(), digest_size=8).hexdigest() if keys else ""
@@ -162,7 +162,9 @@ def summarize(rep: CellReport, rank: int, host: str | None = None) -> RankSummar
         recompile_reasons=reasons,
         graph_breaks=sum(g.count for g in breaks),
         break_digest=digest,
-        break_samples=tuple(_cut(f"{g.count}× {g}") for g in breaks[:MAX_REASONS]),
+        break_samples=tuple(
+            _cut(f"{g.count}× {g.where}: {g.summary}") for g in breaks[:MAX_REASONS]
+        ),
         compiled_calls=rep.compiled_calls,
         cache_hits=rep.cache_hits,
         cache_misses=rep.cache_misses,

@@ -350,7 +350,7 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
 
             # -- opened: the report, and the chart at its own size ------------------
             header.click()
-            report = live.locator("table.sm-report")
+            report = live.locator("table.sm-report").first
             expect(report).to_contain_text("default")
             chart = live.locator("img.sm-chart")
             expect(chart).to_be_visible()

@@ -126,6 +126,7 @@ def test_rank_fed_another_shape_is_flagged_with_rank_and_reason(torchrun):
     flag = next(ln for ln in lines if "DIVERGED: recompile counts differ" in ln)
     assert "0 on rank 0; 1 on rank 1" in flag
     assert "rank 1: fn" in flag and "size mismatch at index 0. expected 8, actual 16" in flag
+    assert "Recompile(" not in flag  # torch's reason, not the record's repr
     assert "DIVERGED: compile counts differ: 0 on rank 0; 1 on rank 1" in text
     assert "slowest compile: rank 1" in text
     assert c0["images"] == 1  # the chart
@@ -425,6 +426,8 @@ def test_summary_is_bounded_whatever_the_cell_did():
     s = ranks.summarize(rep, 0)
     size = len(__import__("pickle").dumps(s.to_wire()))
     assert len(s.recompile_reasons) == ranks.MAX_REASONS and len(s.break_samples) == 3
+    assert s.recompile_reasons[0].startswith("f: xxx") and "Recompile(" not in str(s)
+    assert s.break_samples[0].startswith("2× ") and "GraphBreak(" not in str(s)
     assert s.graph_breaks == 100 and s.recompiles == 50
     assert size < 2000
     assert ranks.RankSummary.from_wire(s.to_wire()) == s
