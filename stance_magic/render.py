@@ -576,7 +576,12 @@ def report_text(
     for note in _notes(rep):
         out.append(f"  note: {note}")
     out.extend(f"  {what}: {where}" for what, where in share_lines(rep))
-    more = [r.label for r in folded if r.brief != "head"]
+    # a row shown with its details folded is named with "(details)"
+    more = [
+        f"{r.label} (details)" if r.brief == "value" else r.label
+        for r in folded
+        if r.brief != "head"
+    ]
     if more:
         out.append(f"  {MORE_TEXT}: {', '.join(more)}")
     return "\n".join(out)
@@ -660,7 +665,11 @@ def report_html(
         + "</table>"
     )
     if folded:
-        names = ", ".join(r.label for r in folded)
+        names = ", ".join(
+            f"{r.label} (details)" if r.brief == "value" else r.label
+            for r in folded
+            if r.brief != "head"
+        )
         out += (
             f'<details class="sm-more"><summary style="{_SUMMARY}">more: {e(names)}</summary>'
             f'<table class="sm-report sm-more-rows" style="{_TABLE}">'

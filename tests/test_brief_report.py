@@ -75,7 +75,9 @@ def test_verbose_shows_every_row_by_option_config_and_api(counting):
     _one_recompile(counting)
     rep = last(counting)
     brief, full = rep.text(), rep.text(verbose=True)
-    folded = brief.splitlines()[-1].removeprefix("  more with -v: ").split(", ")
+    more = brief.splitlines()[-1].removeprefix("  more with -v: ").split(", ")
+    folded = [name.removesuffix(" (details)") for name in more]
+    assert "dynamic shapes (details)" in more  # shown, its details folded
     assert "cache lookups" in folded and "compile time" in folded
     for label in ("stance", "wall time", *folded):
         assert re.search(rf"^  {re.escape(label)} ", full, flags=re.M), label

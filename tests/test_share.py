@@ -318,6 +318,9 @@ def test_bundle_lists_what_a_bug_report_needs_and_nothing_else(sh, tmp_path, mon
         "tlparse",
     }
     assert texts["cell.py"] == rep.source
+    # every row of the report, none folded (a short path aside, as the report shows it)
+    assert "more with -v" not in texts["report.txt"]
+    assert "\n  cache lookups " in texts["report.txt"] and "\n  wall time " in texts["report.txt"]
     assert json.loads(texts["report.json"])["compiles"] == rep.compiles == 3
     versions = json.loads(texts["versions.json"])
     assert versions["torch"] == torch.__version__ and versions["python"] == sys.version.split()[0]

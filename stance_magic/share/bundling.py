@@ -125,7 +125,8 @@ def bundle(
 
     files: dict[str, str | bytes] = {}
     files["cell.py"] = report.source or ""
-    files["report.txt"] = clean(str(report))
+    # the whole report: a bug report wants every row, none folded
+    files["report.txt"] = clean(report.text(verbose=True))
     data = report.to_dict()
     data.pop("ranks", None)
     files["report.json"] = clean(json.dumps(data, indent=1, default=str) + "\n")
