@@ -283,10 +283,18 @@ def report_rows(rep: Any, hinted: bool = False) -> list[Row]:
             if rep.stance == "eager_on_recompile"
             else ["eager_on_recompile was in force at those calls (set inside the cell)"]
         )
+        # a miss each: a call's own lookup and those of frames nested in it
+        calls = rep.calls.eager.get("eager_on_recompile", 0)
+        value = str(rep.eager_fallbacks)
+        if rep.eager_fallbacks and calls and calls != rep.eager_fallbacks:
+            value = (
+                f"{rep.eager_fallbacks} lookups missed and ran eagerly, in "
+                f"{_plural(calls, 'call')} (frames nested in a call miss on their own)"
+            )
         rows.append(
             Row(
                 "eager fallbacks",
-                str(rep.eager_fallbacks),
+                value,
                 why_lines,
                 "row" if rep.eager_fallbacks else "",
             )

@@ -201,3 +201,27 @@ def test_hints_show_once(counting, hints):
     cap, _, _ = _one_recompile(counting)
     outs = text_outputs(cap)
     assert sum(t.count("hint: ") for t in outs) == (1 if hints else 0), outs
+
+
+def test_eager_fallbacks_say_misses_and_calls_when_nested_frames_missed_too():
+    """eager_on_recompile: every lookup that misses runs eagerly, a call's own
+    and those of frames nested in it (GPT-2 through transformers' shared
+    decorator: 8 a call). The row counts misses; the headline counts calls;
+    where they differ the row says both."""
+    from stance_magic.report import CallAccount, CellReport
+
+    rep = CellReport(
+        stance="eager_on_recompile",
+        eager_fallbacks=96,
+        compiled_calls=12,
+        calls=CallAccount(eager={"eager_on_recompile": 12}),
+    )
+    assert "12 calls ran eagerly (eager_on_recompile)" in rep.text().splitlines()[0]
+    assert "eager fallbacks      96 lookups missed and ran eagerly, in 12 calls" in rep.text()
+    same = CellReport(
+        stance="eager_on_recompile",
+        eager_fallbacks=2,
+        compiled_calls=2,
+        calls=CallAccount(eager={"eager_on_recompile": 2}),
+    )
+    assert "eager fallbacks      2\n" in same.text() + "\n"
