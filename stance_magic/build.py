@@ -979,6 +979,8 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
             )
         )
     counts = Lookups(
+        sample_first=probe.SAMPLE_FIRST,
+        sample_every=probe.SAMPLE_EVERY,
         timed=window.timed_lookups,
         untimed=window.untimed_lookups,
         sampled=window.sampled_lookups,
@@ -993,6 +995,7 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
             seconds=sum(profiled),
             per_lookup_s=statistics.median(profiled) if profiled else None,
             profiled=len(profiled),
+            event=probe.CACHE_LOOKUP_EVENT,
             profiler_counts_empty=empty,
         )
     if not counts.count:
@@ -1188,7 +1191,7 @@ def _frame_caches(rec: Any, events: list[Any]) -> list[CacheUse]:
             disabled=any(e.state == "disabled" for e in evs),
             keys=[e.key for e in evs if e.key],
             saved_s=sum(saved) if saved else None,
-            reasons=[e.reason for e in evs if e.state == "bypass" and e.reason],
+            reasons=[probe.first_line(e.reason) for e in evs if e.state == "bypass" and e.reason],
         )
         if use.state:
             out.append(use)

@@ -707,8 +707,9 @@ MEMORY_COLUMN = ("peak_bytes", "peak mem")
 #: Shown when some frame of the history recompiled: its entries of the limit.
 BUDGET_COLUMN = ("budget", "entries")
 
-#: Shown when some cell of the history compiled with Inductor's caches.
-CACHE_COLUMNS = (("cache_state", "caches"), ("fx_hits_misses", "FX hits/misses"))
+#: Shown when some cell of the history compiled with Inductor's caches: their
+#: state and the FX graph cache's hits/misses (``warm 1/0``).
+CACHE_COLUMNS = (("caches", "caches (FX)"),)
 
 
 def _columns(reports: Iterable[Any]) -> tuple[tuple[str, str], ...]:
@@ -751,7 +752,7 @@ def _td(text: str, shown: str | None = None, extra: str = "", columns: int = 0) 
     escaped; ``columns``: the table's (a wide one is set tighter)."""
     wrap = "white-space:nowrap" if len(text) <= 22 else "white-space:normal;min-width:7em"
     body = html.escape(text) if shown is None else shown
-    if shown is None and len(text) > 12 and "_" in text and " " not in text:
+    if shown is None and len(text) > 12 and "_" in text:
         # a long name (aot_eager_then_compile) may break after an underscore
         wrap, body = "white-space:normal", body.replace("_", "_<wbr>")
     return f'<td style="{_CELL};{wrap}{extra}{_tight(columns)}">{body}</td>'
@@ -797,10 +798,12 @@ def _history_body(reports: Iterable[Any]) -> tuple[list[str], list[list[str]]]:
         # the history's own columns: the cell as the notebook names it, two counts in one
         row["cell_label"] = cell_label(rep)
         row["hits_misses"] = f"{row['cache_hits']}/{row['cache_misses']}"
-        if row.get("cache_state"):
-            row["fx_hits_misses"] = f"{row['fx_cache_hits']}/{row['fx_cache_misses']}"
-        else:
-            row["fx_hits_misses"] = ""
+        # the compile caches' state, with the FX graph cache's hits/misses
+        row["caches"] = (
+            f"{row['cache_state']} {row['fx_cache_hits']}/{row['fx_cache_misses']}"
+            if row.get("cache_state")
+            else ""
+        )
     return [h for _, h in columns], [[_cell(k, row[k]) for k, _ in columns] for row in rows]
 
 
@@ -1149,18 +1152,17 @@ def _lookup_value(rep: Any) -> str:
 
 def lookup_method(lk: Any) -> str:
     """How a cell's cache lookups were measured, in one line."""
-    from .probe import CACHE_LOOKUP_EVENT, SAMPLE_EVERY, SAMPLE_FIRST, torch_str
-
     if lk.method == "profiler":
+        event = f"'{lk.event}' " if lk.event else ""
         text = (
-            f"measured: {lk.profiled} '{CACHE_LOOKUP_EVENT}' profiler events (frame locals "
-            "plus guards); the profiler slows the rest of the cell"
+            f"measured: {lk.profiled} {event}profiler events (frame locals plus guards); "
+            "the profiler slows the rest of the cell"
         )
         if lk.profiler_counts_empty:
             text += (
-                f"; torch {torch_str()}'s profiler also reports lookups of frames "
-                "with nothing compiled (the first call, torch's own frames after a "
-                "compile), counted here too"
+                "; this torch's profiler also reports lookups of frames with nothing "
+                "compiled (the first call, torch's own frames after a compile), counted "
+                "here too"
             )
         return text
     if not lk.count:
@@ -1191,8 +1193,10 @@ def lookup_method(lk: Any) -> str:
         )
     if lk.sampled:
         why = []
-        if lk.sampled > lk.calibrated:
-            why.append(f"the first {SAMPLE_FIRST} of each, then 1 in {SAMPLE_EVERY}")
+        if lk.sampled > lk.calibrated and lk.sample_first:
+            why.append(f"the first {lk.sample_first} of each, then 1 in {lk.sample_every}")
+        elif lk.sampled > lk.calibrated:
+            why.append("the first of each, then a sample")
         if lk.calibrated:
             why.append(f"{lk.calibrated} ran under the profiler, which slows them")
         text += (
@@ -1466,8 +1470,6 @@ def cache_use_text(c: Any) -> str:
 
 def cache_line(f: Any) -> str:
     """One compile, by where its time came from."""
-    from .probe import first_line as torch_first_line
-
     dynamo = f.phases.get("dynamo", 0.0)
     rest = max(f.seconds - dynamo, 0.0)
     source = f.source
@@ -1482,7 +1484,7 @@ def cache_line(f: Any) -> str:
         text += f" (torch recorded {fmt_s(saved)} generating it)"
     for c in f.caches:
         for r in c.reasons:
-            text += f"; {CACHE_LABELS.get(c.cache, c.cache)} bypassed: {torch_first_line(r)}"
+            text += f"; {CACHE_LABELS.get(c.cache, c.cache)} bypassed: {r}"
     return text
 
 

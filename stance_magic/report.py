@@ -71,6 +71,7 @@ class CacheUse:
     keys: list[str] = field(default_factory=list)
     #: the hits: what torch recorded for generating what they loaded
     saved_s: float | None = None
+    #: torch's reason for each bypass (its first line)
     reasons: list[str] = field(default_factory=list)
 
     @property
@@ -412,6 +413,13 @@ class Lookups:
     profiler_counts_empty: bool = False
     #: per compiled function called in the cell
     targets: list[LookupTarget] = field(default_factory=list)
+    #: the sampling the lookups were counted under: every lookup of a
+    #: function timed up to its ``sample_first``, then 1 in ``sample_every``
+    #: (0: not recorded, a report from an earlier release)
+    sample_first: int = 0
+    sample_every: int = 0
+    #: the profiler event read for each lookup (``-g``)
+    event: str = ""
 
     @property
     def lower_bound(self) -> bool:

@@ -142,6 +142,10 @@ def test_the_flow_is_one_way():
         assert lower in graph[upper], (upper, lower)
     for view in ("render", "plots", "advice", "text", "stance"):
         assert not {"engine", "measurement", "build", "report"} & graph[view], view
+    # the words come from the report alone: an exported or gathered report
+    # reads the same in any process, whatever torch it has
+    for view in ("render", "advice", "text"):
+        assert "probe" not in graph[view], view
     assert graph["text"] == set()  # a leaf
     assert graph["notebook"] == set()  # IPython's one home imports nothing of ours
 

@@ -487,7 +487,8 @@ def test_eager_then_compile_counts_calls_not_frames(sh):
     assert res.success
     rep = last(sh)
     assert rep.eager_first_calls == 1
-    text = str(rep)
+    assert "1 call ran eagerly (first call)" in str(rep).splitlines()[0]  # the headline
+    text = rep.text(verbose=True)
     assert "1 ran eagerly: eager_then_compile runs a function's first call eagerly" in text
     assert rep.calls.total == rep.compiled_calls, rep.calls
     if rep.compiles_during_eager_calls:
