@@ -609,7 +609,8 @@ _TH_WRAP = f"{_CELL};font-weight:600;white-space:normal"
 _UL = "margin:0;padding-left:16px;text-align:left"
 _LI = "text-align:left"
 _CAPTION = "text-align:left;font-weight:600;padding:2px 0;caption-side:top"
-_HINT = "text-align:left;padding:2px 8px;color:#1a6b3c"
+_HINT = "text-align:left;padding:1px 8px;font-size:12px;color:#1a6b3c"
+_HEADLINE = "text-align:left;font-weight:600;font-size:12px;padding:2px 0"
 _ERR = "color:#c62828"
 _SUMMARY = "cursor:pointer;font-size:12px;color:#777;text-align:left"
 _DOC_LINK = "font-weight:400;font-size:10px;color:#888;text-decoration:none;vertical-align:super"
@@ -652,25 +653,24 @@ def report_html(
     verbose: bool = False,
     hints: Sequence[str] = (),
 ) -> str:
-    """A report as HTML (every string escaped, inline styles): the headline as
-    the caption, the hints, the rows that matter; the rest in a ``<details>``
-    (open with ``verbose``)."""
+    """A report as HTML (every string escaped, inline styles): the headline,
+    the hints, a table of the rows that matter; the rest in a ``<details>``
+    (every row in the table with ``verbose``). The headline and the hints are
+    blocks of their own, as wide as the output (a caption would be as narrow
+    as a table of few rows)."""
     e = html.escape
     rows = report_rows(rep, hinted=bool(hints))
     shown, folded = _fold(rows, verbose)
-    hint_rows = "".join(
-        f'<tr><td colspan=2 style="{_HINT}">hint: {_linked(e(h))}</td></tr>' for h in hints
+    hint_lines = "".join(
+        f'<div class="sm-hint" style="{_HINT}">hint: {_linked(e(h))}</div>' for h in hints
     )
     notes = "".join(f'<tr><td colspan=2 style="{_TD}"><i>{e(n)}</i></td></tr>' for n in _notes(rep))
+    body = _rows_html(shown, max_details) + _share_html(rep) + notes
     out = (
         f'<div class="sm-report-html" style="text-align:left">'
-        f'<table class="sm-report" style="{_TABLE}">'
-        f'<caption style="{_CAPTION}">{e(headline(rep))}</caption>'
-        + hint_rows
-        + _rows_html(shown, max_details)
-        + _share_html(rep)
-        + notes
-        + "</table>"
+        f'<div class="sm-headline" style="{_HEADLINE}">{e(headline(rep))}</div>'
+        + hint_lines
+        + (f'<table class="sm-report" style="{_TABLE}">{body}</table>' if body else "")
     )
     if folded:
         names = ", ".join(

@@ -126,14 +126,17 @@ def test_html_holds_its_layout_without_a_style_element(counting):
     cells = _Cells()
     cells.feed(page)
     for tag, style, _ in cells.tags:
-        if tag in ("td", "th", "li", "ul", "caption", "summary"):
+        if tag in ("td", "th", "li", "ul", "caption", "summary", "div"):
             assert "text-align:left" in style, (tag, style)
-    # the headline is the caption, the hint the first row; the rest folded
+    # the headline first, then the hint, then the rows; the rest folded
     rep = last(counting)
-    caption = re.search(r"<caption[^>]*>(.*?)</caption>", page).group(1)
-    assert caption.startswith(f"stance_magic · In [{rep.execution_count}] · default")
-    first_row = re.search(r"</caption><tr><td[^>]*>(.*?)</td>", page).group(1)
-    assert first_row.startswith("hint: ")
+    head = re.search(r'<div class="sm-headline"[^>]*>(.*?)</div>', page).group(1)
+    assert head.startswith(f"stance_magic · In [{rep.execution_count}] · default")
+    after = re.search(
+        r'class="sm-headline"[^>]*>.*?</div><div class="sm-hint"[^>]*>(.*?)</div>', page
+    )
+    assert after and after.group(1).startswith("hint: ")
+    assert page.index('class="sm-hint"') < page.index("<table")
     assert any(tag == "table" and inside for tag, _, inside in cells.tags)
     shown, folded = page.split('<details class="sm-more">', 1)
 

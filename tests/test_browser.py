@@ -350,8 +350,8 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
 
             # -- opened: the report, and the chart at its own size ------------------
             header.click()
-            report = live.locator("table.sm-report").first
-            expect(report).to_contain_text("default")
+            report = live.locator(".sm-report-html").first
+            expect(report.locator(".sm-headline")).to_contain_text("default")
             chart = live.locator("img.sm-chart")
             expect(chart).to_be_visible()
             size = chart.evaluate("(img) => [img.naturalWidth, img.clientWidth]")
@@ -536,18 +536,18 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             header = live.locator(".jupyter-widget-Collapse-header")
             expect(header).to_contain_text("No measured cell yet")
             run(REPORT)
-            report = output(REPORT).locator("table.sm-report").first
-            caption = report.locator("caption")
+            report = output(REPORT).locator(".sm-report-html").first
+            caption = report.locator(".sm-headline")
             expect(caption).to_contain_text("1 recompile (")
             expect(caption).to_contain_text("compiled ")
-            hint = report.locator("td", has_text="hint: ").first
+            hint = report.locator(".sm-hint").first
             expect(hint).to_contain_text("eager_then_compile")
             expect(report).to_contain_text("size mismatch")  # the recompile row
             expect(output(REPORT).locator("img")).to_be_visible()  # the chart
             expect(header).to_contain_text("1 recompile")
             header.click()
-            live_report = live.locator("table.sm-report").first
-            expect(live_report.locator("caption")).to_contain_text("1 recompile (")
+            live_report = live.locator(".sm-report-html").first
+            expect(live_report.locator(".sm-headline")).to_contain_text("1 recompile (")
             expect(live.locator("img.sm-chart")).to_be_visible()
             page.mouse.click(5, 700)  # focus away from the panel
 
@@ -563,8 +563,8 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
                     assert box["y"] + box["height"] <= height, (name, box)
                 page.screenshot(path=str(shots[name]))
 
-            live_hint = live_report.locator("td", has_text="hint: ").first
-            screen("docs-panel", cells.nth(PANEL), live_report.locator("caption"), live_hint)
+            live_hint = live_report.locator(".sm-hint").first
+            screen("docs-panel", cells.nth(PANEL), live_report.locator(".sm-headline"), live_hint)
             screen("docs-report", cells.nth(REPORT), caption, hint)
         finally:
             browser.close()
@@ -592,12 +592,13 @@ REPORT_LAYOUT = """() => {
     for (const t of document.querySelectorAll('.jp-OutputArea-output table.sm-report')) {
         const area = t.closest('.jp-OutputArea-output');
         const cells = [...t.querySelectorAll('td, th, li, caption')];
+        const box = t.closest('.sm-report-html');
+        if (box) cells.push(...box.querySelectorAll('.sm-headline, .sm-hint'));
         out.push({
             aligns: [...new Set(cells.map((c) => getComputedStyle(c).textAlign))],
             width: t.getBoundingClientRect().width,
             room: area.clientWidth,
             text: t.textContent.slice(0, 120),
-            folded: !!t.closest('details:not([open])'),
         });
     }
     return out;
@@ -615,6 +616,15 @@ def test_a_committed_notebook_opened_untrusted_keeps_the_report_layout(
     nb = nbformat.read(UNTRUSTED, as_version=4)
     nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "stance_magic test"}
     nbformat.write(nb, tmp_path / "root" / UNTRUSTED.name)  # outputs as committed
+    # every cell rendered, not only those in view (JupyterLab's windowed notebook)
+    _write_json(
+        tmp_path
+        / "settings"
+        / "@jupyterlab"
+        / "notebook-extension"
+        / "tracker.jupyterlab-settings",
+        {"windowingMode": "none"},
+    )
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
@@ -637,30 +647,28 @@ def test_a_committed_notebook_opened_untrusted_keeps_the_report_layout(
                     return cells.filter((c) => c.type === 'code').map((c) => c.trusted); }"""
             )
             assert trusted and not any(trusted), trusted  # opened untrusted
-            # the windowed notebook renders cells as they scroll into view
+            # the folded rows too: every <details> opened, as a reader would
             page.evaluate(
-                "() => { const nb = window.jupyterapp.shell.currentWidget.content;"
-                " nb.notebookConfig && (nb.notebookConfig.windowingMode = 'none'); }"
+                "() => document.querySelectorAll('.jp-OutputArea-output details')"
+                ".forEach((d) => { d.open = true; })"
             )
-            for _ in range(40):
-                page.mouse.wheel(0, 1200)
-                page.wait_for_timeout(50)
+            page.wait_for_timeout(300)
             layout = page.evaluate(REPORT_LAYOUT)
             assert len(layout) >= 3, layout
+            # the widest tables are there: the history and the sweep
+            assert any(t["text"].startswith("cellcodestance") for t in layout), layout
+            assert any("sweep" in t["text"] for t in layout), layout
             styles = page.evaluate(
                 "() => document.querySelectorAll('.jp-OutputArea-output style').length"
             )
             assert styles == 0, "the sanitizer keeps no <style> in an untrusted output"
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            wide = page.locator(".jp-OutputArea-output table.sm-report", has_text="sweep")
-            if wide.count():
-                wide.first.scroll_into_view_if_needed()
-                page.screenshot(path=str(ARTIFACTS / "untrusted-sweep.png"))
             for table in layout:
                 assert table["aligns"] == ["left"], table
                 assert table["width"] <= table["room"] + 1, table
             first = page.locator(".jp-OutputArea-output table.sm-report").first
-            first.scroll_into_view_if_needed()
+            first.evaluate("(e) => e.scrollIntoView({block: 'start'})")
+            page.wait_for_timeout(300)
             page.screenshot(path=str(ARTIFACTS / "untrusted.png"))
         finally:
             browser.close()
