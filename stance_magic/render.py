@@ -471,6 +471,10 @@ def _cause_brief(c: Any) -> str:
         return f"{c.subject} changed"
     if c.kind == "grad mode":
         return "grad mode switched"
+    if c.kind == "callback":
+        return "no guard failed: torch 2.8's callbacks"
+    if c.kind == "backend":
+        return "an entry of another backend"
     return c.kind
 
 

@@ -191,7 +191,7 @@ def test_each_trap_from_a_real_recompile(sh, torch_recompiles, name, setup, cell
     text = str(c)
     for w in words:
         assert w in text, (w, text)
-    assert "why it recompiled" in str(rep)
+    assert "why it recompiled" in rep.text(verbose=True)
 
 
 def test_an_unknown_guard_is_not_guessed():

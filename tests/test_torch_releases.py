@@ -242,7 +242,9 @@ def test_a_recompile_with_no_failed_guard_under_a_delayed_stance_is_explained(
     (cause,) = rep.causes
     assert cause.kind == "callback" and cause.count == len(rep.recompiles)
     assert stance in cause.what and "2.9" in cause.fix
-    text = " ".join(str(rep).split())
+    head = str(rep).splitlines()[0]
+    assert f"{len(rep.recompiles)} recompiles (no guard failed: torch 2.8's callbacks)" in head
+    text = " ".join(rep.text(verbose=True).split())
     assert f"why it recompiled {cause.what}" in text and "torch 2.9 or later" in text
     assert "torch 2.8 matches" in " ".join(html_outputs(out))
 
