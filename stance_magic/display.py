@@ -66,8 +66,11 @@ def show(
     other results show theirs after the view."""
     from .render import MAX_DETAILS
 
-    if hasattr(obj, "html"):
-        n = MAX_DETAILS if max_details is None else max_details
+    n = MAX_DETAILS if max_details is None else max_details
+    if hasattr(obj, "views"):  # a report: its hints drawn once for both views
+        display_text(*obj.views(n, verbose, hints))
+        inline = True
+    elif hasattr(obj, "html"):
         display_text(obj.text(n, verbose, hints), obj.html(n, verbose, hints))
         inline = _hints_inline(obj)
     else:

@@ -1095,6 +1095,16 @@ class CellReport:
         n = MAX_DETAILS if max_details is None else max_details
         return report_html(self, n, verbose, self.advice() if hints else ())
 
+    def views(
+        self, max_details: int | None = None, verbose: bool = False, hints: bool = True
+    ) -> tuple[str, str]:
+        """(text, HTML) of the report, its hints drawn once for both."""
+        from .render import MAX_DETAILS, report_html, report_text
+
+        n = MAX_DETAILS if max_details is None else max_details
+        lines = self.advice() if hints else ()
+        return report_text(self, n, verbose, lines), report_html(self, n, verbose, lines)
+
     def __str__(self) -> str:
         return self.text()
 
