@@ -98,20 +98,33 @@ class CompareResult:
     ) -> str:
         """The report (with its hints unless ``hints`` is False; every row
         with ``verbose``), then every run's time."""
-        runs = (
-            "  runs: eager "
-            + ", ".join(fmt_s(t) for t in self.eager_runs)
-            + " | compiled "
-            + ", ".join(fmt_s(t) for t in self.compiled_runs)
-        )
-        hinted = self.advice() if hints else ()
-        return f"{report_text(self.report, max_details, verbose, hinted)}\n{runs}"
+        lines = self.advice() if hints else ()
+        return f"{report_text(self.report, max_details, verbose, lines)}\n{self._runs()}"
 
     def html(
         self, max_details: int = MAX_DETAILS, verbose: bool = False, hints: bool = True
     ) -> str:
         """The report (the spread warnings are in its notes already)."""
         return report_html(self.report, max_details, verbose, self.advice() if hints else ())
+
+    def views(
+        self, max_details: int = MAX_DETAILS, verbose: bool = False, hints: bool = True
+    ) -> tuple[str, str]:
+        """(text, HTML), the hints drawn once for both."""
+        lines = self.advice() if hints else ()
+        return (
+            f"{report_text(self.report, max_details, verbose, lines)}\n{self._runs()}",
+            report_html(self.report, max_details, verbose, lines),
+        )
+
+    def _runs(self) -> str:
+        """Every run's time, eager then compiled."""
+        return (
+            "  runs: eager "
+            + ", ".join(fmt_s(t) for t in self.eager_runs)
+            + " | compiled "
+            + ", ".join(fmt_s(t) for t in self.compiled_runs)
+        )
 
     def __str__(self) -> str:
         return self.text()

@@ -13,14 +13,6 @@ from typing import Any
 __all__ = ["can_show_images", "display_text", "notice", "show"]
 
 
-def _hints_inline(obj: Any) -> bool:
-    """Whether ``obj``'s views carry its hints (a report, a compare result)."""
-    from .compare import CompareResult
-    from .report import CellReport
-
-    return isinstance(obj, (CellReport, CompareResult))
-
-
 def display_text(text: str, html_text: str | None = None) -> None:
     """Display ``text`` (and its HTML form) once, as raw data."""
     from IPython.display import display
@@ -67,15 +59,14 @@ def show(
     from .render import MAX_DETAILS
 
     n = MAX_DETAILS if max_details is None else max_details
-    if hasattr(obj, "views"):  # a report: its hints drawn once for both views
+    # a report or a compare result: its hints in its views (drawn once for both)
+    inline = hasattr(obj, "views")
+    if inline:
         display_text(*obj.views(n, verbose, hints))
-        inline = True
     elif hasattr(obj, "html"):
         display_text(obj.text(n, verbose, hints), obj.html(n, verbose, hints))
-        inline = _hints_inline(obj)
     else:
         display_text(str(obj), obj._repr_html_())
-        inline = False
     advice = getattr(obj, "advice", None) if hints and not inline else None
     if advice:
         lines = advice() if callable(advice) else advice

@@ -466,9 +466,9 @@ def _cause_brief(c: Any) -> str:
     if c.kind in ("rank", "dtype", "device", "requires_grad"):
         return f"{subject}: {c.kind} {change}" if change else f"{subject}: {c.kind}"
     if c.kind == "redefined":
-        return f"{c.subject} redefined"
+        return f"{subject} redefined"
     if c.kind in ("value", "flag", "attribute"):
-        return f"{c.subject} changed"
+        return f"{subject} changed"
     if c.kind == "grad mode":
         return "grad mode switched"
     if c.kind == "callback":
@@ -565,6 +565,16 @@ def _fold(rows: list[Row], verbose: bool) -> tuple[list[Row], list[Row]]:
 MORE_TEXT = "more with -v"
 
 
+def _more_names(folded: Sequence[Row]) -> str:
+    """The folded rows by name (the headline's own left out); a row shown with
+    its details folded is named ``label (details)``."""
+    return ", ".join(
+        f"{r.label} (details)" if r.brief == "value" else r.label
+        for r in folded
+        if r.brief != "head"
+    )
+
+
 def report_text(
     rep: Any,
     max_details: int = MAX_DETAILS,
@@ -588,14 +598,9 @@ def report_text(
     for note in _notes(rep):
         out.append(f"  note: {note}")
     out.extend(f"  {what}: {where}" for what, where in share_lines(rep))
-    # a row shown with its details folded is named with "(details)"
-    more = [
-        f"{r.label} (details)" if r.brief == "value" else r.label
-        for r in folded
-        if r.brief != "head"
-    ]
+    more = _more_names(folded)
     if more:
-        out.append(f"  {MORE_TEXT}: {', '.join(more)}")
+        out.append(f"  {MORE_TEXT}: {more}")
     return "\n".join(out)
 
 
@@ -677,13 +682,9 @@ def report_html(
         + (f'<table class="sm-report" style="{_TABLE}">{body}</table>' if body else "")
     )
     if folded:
-        names = ", ".join(
-            f"{r.label} (details)" if r.brief == "value" else r.label
-            for r in folded
-            if r.brief != "head"
-        )
         out += (
-            f'<details class="sm-more"><summary style="{_SUMMARY}">more: {e(names)}</summary>'
+            f'<details class="sm-more"><summary style="{_SUMMARY}">'
+            f"more: {e(_more_names(folded))}</summary>"
             f'<table class="sm-report sm-more-rows" style="{_TABLE}">'
             + _rows_html(folded, max_details)
             + "</table></details>"

@@ -30,6 +30,7 @@ leaves the tracked pictures alone: a clone is as clean after its tests as before
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -230,6 +231,24 @@ def _tail(tmp_path: Path) -> str:
     return (tmp_path / "lab.log").read_text(errors="replace")[-4000:]
 
 
+@contextlib.contextmanager
+def _lab_page(base: str, token: str, notebook: str) -> Iterator[Any]:
+    """Headless Chromium at 1000 x 1400 on ``notebook`` in the lab, once
+    JupyterLab has loaded; the browser closed afterwards."""
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 1400})
+            page.set_default_timeout(60_000)
+            page.goto(f"{base}/lab/tree/{notebook}?token={token}&reset")
+            page.wait_for_function("() => !!window.jupyterapp", timeout=60_000)
+            yield page
+        finally:
+            browser.close()
+
+
 KERNEL_IDLE = """() => {
     const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
     const k = w && w.sessionContext && w.sessionContext.session
@@ -280,294 +299,279 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
     }
     for shot in shots.values():
         shot.unlink(missing_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 1400})
-            page.set_default_timeout(60_000)
-            expect.set_options(timeout=45_000)
-            page.goto(f"{base}/lab/tree/panel.ipynb?token={token}&reset")
-            page.wait_for_function("() => !!window.jupyterapp", timeout=60_000)
-            page.locator(".jp-Notebook .jp-Cell").first.wait_for()
-            page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
-            page.wait_for_function(KERNEL_IDLE, polling=250)
-            cells = page.locator(".jp-Notebook .jp-Cell")
+    with _lab_page(base, token, "panel.ipynb") as page:
+        expect.set_options(timeout=45_000)
+        page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+        page.wait_for_function(KERNEL_IDLE, polling=250)
+        cells = page.locator(".jp-Notebook .jp-Cell")
 
-            def run(i: int) -> float:
-                ms = page.evaluate(_run_cell_js(), i)
-                page.wait_for_function(KERNEL_IDLE, polling=100)
-                return float(ms)
-
-            def output(i: int) -> Any:
-                return cells.nth(i).locator(".jp-OutputArea")
-
-            def shoot(name: str, panel: Any, left: int = 70) -> None:
-                panel.scroll_into_view_if_needed()
-                page.wait_for_timeout(300)  # let images lay out
-                box = panel.bounding_box()
-                assert box is not None
-                page.screenshot(
-                    path=str(shots[name]),
-                    clip={
-                        "x": max(box["x"] - left, 0),
-                        "y": max(box["y"] - 12, 0),
-                        "width": min(box["width"] + left + 12, page.viewport_size["width"]),
-                        "height": box["height"] + 24,
-                    },
-                )
-
-            # -- the panel, compact, with only backends that can run ---------------
-            run(SETUP)
-            expect(output(SETUP)).to_contain_text(f"FROM: {REPO}")  # this checkout's package
-            run(PANEL)
-            panel = cells.nth(PANEL).locator(".sm-panel")
-            expect(panel).to_be_visible()
-            live = panel.locator(".sm-live")
-            header = live.locator(".jupyter-widget-Collapse-header")
-            expect(header).to_contain_text("No measured cell yet")
-            expect(live.locator(".sm-report-box")).to_be_hidden()  # collapsed
-            backends = panel.locator(".sm-backend select option").all_inner_texts()
-            assert backends[:3] == ["none", "inductor", "eager"], backends
-            assert not {"tvm", "openxla", "ts"} & set(backends), backends
-            assert not [b for b in backends if "TESTING_ONLY" in b], backends
-            expect(panel.locator(".sm-backend-note")).to_be_hidden()
-
-            # -- watch on: said; a compiling cell: one line in the collapsed area ---
-            panel.locator(".sm-watch").click()
-            expect(panel.locator(".sm-watch.mod-active")).to_be_visible()
-            expect(panel.locator(".sm-message")).to_contain_text("watch on: every cell")
+        def run(i: int) -> float:
+            ms = page.evaluate(_run_cell_js(), i)
             page.wait_for_function(KERNEL_IDLE, polling=100)
-            run(MEASURED)
-            expect(output(MEASURED)).to_contain_text("STANCE: default")
-            expect(header).to_contain_text(re.compile(r"In \[\d+\] · default · "))
-            expect(header).to_contain_text("compiled 1 graph in ")
-            expect(live.locator(".sm-report-box")).to_be_hidden()
+            return float(ms)
+
+        def output(i: int) -> Any:
+            return cells.nth(i).locator(".jp-OutputArea")
+
+        def shoot(name: str, panel: Any, left: int = 70) -> None:
+            panel.scroll_into_view_if_needed()
+            page.wait_for_timeout(300)  # let images lay out
             box = panel.bounding_box()
-            assert box is not None and box["height"] < 260, box  # compact: was ~870 px
-            shoot("panel", panel)
-
-            # -- opened: the report, and the chart at its own size ------------------
-            header.click()
-            report = live.locator(".sm-report-html").first
-            expect(report.locator(".sm-headline")).to_contain_text("default")
-            chart = live.locator("img.sm-chart")
-            expect(chart).to_be_visible()
-            size = chart.evaluate("(img) => [img.naturalWidth, img.clientWidth]")
-            assert size[0] == 720 and size[1] == size[0], size  # drawn 1:1, not shrunk
-
-            # -- a recompile and a failed cell: marked in the summary and the chart -
-            first_png = chart.get_attribute("src")
-            run(RECOMPILE)
-            expect(header).to_contain_text("1 recompile")
-            run(FAIL)
-            expect(output(FAIL)).to_contain_text("fail_on_recompile")
-            expect(header).to_contain_text("fail_on_recompile")
-            expect(header).to_contain_text("failed: RuntimeError")
-            expect(chart).not_to_have_attribute("src", first_png or "")  # redrawn
-
-            # -- a trivial cell, watch on: a panel open costs it nothing ------------
-            for _ in range(20):  # some history first: 20 more measured cells
-                run(TRIVIAL)
-            times: dict[str, list[float]] = {"open": [], "none": []}
-            for _ in range(2):
-                times["open"] += [run(TRIVIAL) for _ in range(6)]
-                run(CLOSE)
-                times["none"] += [run(TRIVIAL) for _ in range(6)]
-                run(REOPEN)
-                cells.nth(REOPEN).locator(".sm-live .jupyter-widget-Collapse-header").click()
-            with_panel, without = _median(times["open"]), _median(times["none"])
-            ratio = with_panel / without
-            print(
-                f"trivial cell, watch on: {with_panel:.0f} ms with a panel open, "
-                f"{without:.0f} ms without: {ratio:.2f}x"
+            assert box is not None
+            page.screenshot(
+                path=str(shots[name]),
+                clip={
+                    "x": max(box["x"] - left, 0),
+                    "y": max(box["y"] - 12, 0),
+                    "width": min(box["width"] + left + 12, page.viewport_size["width"]),
+                    "height": box["height"] + 24,
+                },
             )
-            # Generous for a loaded 2-core CI box; bench_panel.py has the tight figure.
-            assert ratio <= 1.3 or with_panel - without <= 25, times
-            panel = cells.nth(REOPEN).locator(".sm-panel")
-            live = panel.locator(".sm-live")
-            header = live.locator(".jupyter-widget-Collapse-header")
-            expect(live.locator("img.sm-chart")).to_be_visible()
 
-            # -- a stance from the dropdown; the backend chooser says why it is off --
-            panel.locator(".sm-stance select").select_option("force_eager")
-            expect(panel.locator(".sm-message")).to_contain_text(
-                "session stance: force_eager (was: default)"
-            )
-            note = panel.locator(".sm-backend-note")
-            expect(note).to_be_visible()
-            expect(note).to_contain_text("only under the default stance")
-            assert panel.locator(".sm-backend select").is_disabled()
-            page.wait_for_function(KERNEL_IDLE, polling=100)
-            run(MEASURED)
-            expect(output(MEASURED)).to_contain_text("STANCE: force_eager")
-            expect(header).to_contain_text("force_eager")
+        # -- the panel, compact, with only backends that can run ---------------
+        run(SETUP)
+        expect(output(SETUP)).to_contain_text(f"FROM: {REPO}")  # this checkout's package
+        run(PANEL)
+        panel = cells.nth(PANEL).locator(".sm-panel")
+        expect(panel).to_be_visible()
+        live = panel.locator(".sm-live")
+        header = live.locator(".jupyter-widget-Collapse-header")
+        expect(header).to_contain_text("No measured cell yet")
+        expect(live.locator(".sm-report-box")).to_be_hidden()  # collapsed
+        backends = panel.locator(".sm-backend select option").all_inner_texts()
+        assert backends[:3] == ["none", "inductor", "eager"], backends
+        assert not {"tvm", "openxla", "ts"} & set(backends), backends
+        assert not [b for b in backends if "TESTING_ONLY" in b], backends
+        expect(panel.locator(".sm-backend-note")).to_be_hidden()
 
-            # -- two panels: the "backend dropped" note shows in both ---------------
-            run(SECOND)
-            other = cells.nth(SECOND).locator(".sm-panel")
-            expect(other.locator(".sm-stance select")).to_have_value("force_eager")
-            panel.locator(".sm-stance select").select_option("default")
-            panel.locator(".sm-backend select").select_option("eager")
-            expect(other.locator(".sm-backend select")).to_have_value("eager")
-            panel.locator(".sm-stance select").select_option("force_eager")
-            for each in (panel, other):
-                expect(each.locator(".sm-message")).to_contain_text("backend eager dropped")
+        # -- watch on: said; a compiling cell: one line in the collapsed area ---
+        panel.locator(".sm-watch").click()
+        expect(panel.locator(".sm-watch.mod-active")).to_be_visible()
+        expect(panel.locator(".sm-message")).to_contain_text("watch on: every cell")
+        page.wait_for_function(KERNEL_IDLE, polling=100)
+        run(MEASURED)
+        expect(output(MEASURED)).to_contain_text("STANCE: default")
+        expect(header).to_contain_text(re.compile(r"In \[\d+\] · default · "))
+        expect(header).to_contain_text("compiled 1 graph in ")
+        expect(live.locator(".sm-report-box")).to_be_hidden()
+        box = panel.bounding_box()
+        assert box is not None and box["height"] < 260, box  # compact: was ~870 px
+        shoot("panel", panel)
 
-            # -- reset with skip_guard_eval_unsafe: what torch will really do -------
-            panel.locator(".sm-stance select").select_option("default")
-            panel.locator(".sm-skip-guard input").check()
-            expect(panel.locator(".sm-skip-warning")).to_contain_text("silently wrong")
-            panel.locator(".sm-reset").click()
-            for each in (panel, other):
-                expect(each.locator(".sm-message")).to_contain_text(
-                    "the next call of a compiled function raises RuntimeError"
-                )
-            panel.locator(".sm-skip-guard input").uncheck()
-            expect(panel.locator(".sm-skip-warning")).to_be_hidden()
-            page.wait_for_function(KERNEL_IDLE, polling=100)
+        # -- opened: the report, and the chart at its own size ------------------
+        header.click()
+        report = live.locator(".sm-report-html").first
+        expect(report.locator(".sm-headline")).to_contain_text("default")
+        chart = live.locator("img.sm-chart")
+        expect(chart).to_be_visible()
+        size = chart.evaluate("(img) => [img.naturalWidth, img.clientWidth]")
+        assert size[0] == 720 and size[1] == size[0], size  # drawn 1:1, not shrunk
 
-            # -- a change while a cell runs: said at once, and again when it ends ---
-            busy_note = panel.locator(".sm-busy")
-            expect(busy_note).to_be_hidden()
-            nb_index = SLEEP
-            page.evaluate(
-                """(i) => { const nb = window.jupyterapp.shell.currentWidget;
-                    nb.content.activeCellIndex = i;
-                    window.jupyterapp.commands.execute('notebook:run-cell'); }""",
-                nb_index,
-            )
-            expect(output(SLEEP)).to_contain_text("SLEEPING")  # the cell is running
-            page.wait_for_function(
-                """() => !!document.querySelector(
-                    '.jp-NotebookPanel .jp-Notebook-ExecutionIndicator[data-status="busy"]')""",
-                polling=50,
-            )
-            select = panel.locator(".sm-stance select")
-            select.focus()  # as a click on it does
-            select.select_option("eager_on_recompile")
-            expect(busy_note).to_be_visible()
-            expect(busy_note).to_contain_text("applies from the next cell")
-            shoot("panel-busy", panel)
-            # JupyterLab 4.6 sends widget messages over a kernel subshell, so the
-            # kernel itself says at once that the change waits for the cell; a
-            # kernel without subshells reads it when the cell ends, and says so.
-            expect(panel.locator(".sm-message")).to_contain_text(
-                re.compile(
-                    r"session stance: eager_on_recompile \(was: default\)( from the next cell "
-                    r"\(a cell is running\)|; chosen while a cell was running \(it ran under "
-                    r"default\): applies from the next cell)"
-                )
-            )
-            expect(output(SLEEP)).to_contain_text("SLEPT UNDER: default")  # unaffected
-            page.wait_for_function(KERNEL_IDLE, polling=100)
-            expect(busy_note).to_be_hidden()
-            run(MEASURED)
-            expect(output(MEASURED)).to_contain_text("STANCE: eager_on_recompile")
-            expect(header).to_contain_text("eager_on_recompile")
-            page.mouse.click(5, 700)  # focus away from the panel
-            expect(live.locator("img.sm-chart")).to_be_visible()
-            shoot("panel-open", panel)
+        # -- a recompile and a failed cell: marked in the summary and the chart -
+        first_png = chart.get_attribute("src")
+        run(RECOMPILE)
+        expect(header).to_contain_text("1 recompile")
+        run(FAIL)
+        expect(output(FAIL)).to_contain_text("fail_on_recompile")
+        expect(header).to_contain_text("fail_on_recompile")
+        expect(header).to_contain_text("failed: RuntimeError")
+        expect(chart).not_to_have_attribute("src", first_png or "")  # redrawn
 
-            # -- dark theme: theme colours, and the chart follows -------------------
-            page.evaluate(
-                "() => window.jupyterapp.commands.execute('apputils:change-theme', "
-                "{theme: 'JupyterLab Dark'})"
-            )
-            page.wait_for_function(
-                "() => document.body.dataset.jpThemeLight === 'false'", polling=100
-            )
-            page.wait_for_timeout(800)  # the theme's stylesheet applies
-            head = panel.locator(".sm-head")
-            assert _luminance(head.evaluate("(e) => getComputedStyle(e).color")) > 0.6
-            for part in (".sm-message span", "table.sm-report th", ".sm-backend-note span"):
-                loc = panel.locator(part).first
-                if loc.count():
-                    color = loc.evaluate("(e) => getComputedStyle(e).color")
-                    assert _luminance(color) > 0.35, (part, color)
-            bg = page.evaluate(
-                "() => getComputedStyle(document.querySelector('.jp-Notebook')).backgroundColor"
-            )
-            assert _luminance(bg) < 0.2, bg
-            flt = live.locator("img.sm-chart").evaluate("(e) => getComputedStyle(e).filter")
-            assert "invert(1)" in flt, flt
-            shoot("panel-dark", panel)
+        # -- a trivial cell, watch on: a panel open costs it nothing ------------
+        for _ in range(20):  # some history first: 20 more measured cells
+            run(TRIVIAL)
+        times: dict[str, list[float]] = {"open": [], "none": []}
+        for _ in range(2):
+            times["open"] += [run(TRIVIAL) for _ in range(6)]
+            run(CLOSE)
+            times["none"] += [run(TRIVIAL) for _ in range(6)]
+            run(REOPEN)
+            cells.nth(REOPEN).locator(".sm-live .jupyter-widget-Collapse-header").click()
+        with_panel, without = _median(times["open"]), _median(times["none"])
+        ratio = with_panel / without
+        print(
+            f"trivial cell, watch on: {with_panel:.0f} ms with a panel open, "
+            f"{without:.0f} ms without: {ratio:.2f}x"
+        )
+        # Generous for a loaded 2-core CI box; bench_panel.py has the tight figure.
+        assert ratio <= 1.3 or with_panel - without <= 25, times
+        panel = cells.nth(REOPEN).locator(".sm-panel")
+        live = panel.locator(".sm-live")
+        header = live.locator(".jupyter-widget-Collapse-header")
+        expect(live.locator("img.sm-chart")).to_be_visible()
 
-            # -- a narrow notebook: the controls wrap, the dropdowns stay aligned ---
-            page.set_viewport_size({"width": 560, "height": 1400})
-            page.wait_for_timeout(500)
-            stance_box = panel.locator(".sm-stance select").bounding_box()
-            backend_box = panel.locator(".sm-backend select").bounding_box()
-            assert stance_box is not None and backend_box is not None
-            assert backend_box["y"] > stance_box["y"] + 10, (stance_box, backend_box)  # wrapped
-            assert abs(backend_box["x"] - stance_box["x"]) < 2, (stance_box, backend_box)
-            assert abs(backend_box["width"] - stance_box["width"]) < 2
-            shoot("panel-narrow", panel)
-            page.set_viewport_size({"width": 1000, "height": 1400})
+        # -- a stance from the dropdown; the backend chooser says why it is off --
+        panel.locator(".sm-stance select").select_option("force_eager")
+        expect(panel.locator(".sm-message")).to_contain_text(
+            "session stance: force_eager (was: default)"
+        )
+        note = panel.locator(".sm-backend-note")
+        expect(note).to_be_visible()
+        expect(note).to_contain_text("only under the default stance")
+        assert panel.locator(".sm-backend select").is_disabled()
+        page.wait_for_function(KERNEL_IDLE, polling=100)
+        run(MEASURED)
+        expect(output(MEASURED)).to_contain_text("STANCE: force_eager")
+        expect(header).to_contain_text("force_eager")
 
-            # -- kernel restart: the panel says it must be reopened -----------------
-            page.evaluate(
-                "() => window.jupyterapp.shell.currentWidget.sessionContext.session"
-                ".kernel.restart()"
+        # -- two panels: the "backend dropped" note shows in both ---------------
+        run(SECOND)
+        other = cells.nth(SECOND).locator(".sm-panel")
+        expect(other.locator(".sm-stance select")).to_have_value("force_eager")
+        panel.locator(".sm-stance select").select_option("default")
+        panel.locator(".sm-backend select").select_option("eager")
+        expect(other.locator(".sm-backend select")).to_have_value("eager")
+        panel.locator(".sm-stance select").select_option("force_eager")
+        for each in (panel, other):
+            expect(each.locator(".sm-message")).to_contain_text("backend eager dropped")
+
+        # -- reset with skip_guard_eval_unsafe: what torch will really do -------
+        panel.locator(".sm-stance select").select_option("default")
+        panel.locator(".sm-skip-guard input").check()
+        expect(panel.locator(".sm-skip-warning")).to_contain_text("silently wrong")
+        panel.locator(".sm-reset").click()
+        for each in (panel, other):
+            expect(each.locator(".sm-message")).to_contain_text(
+                "the next call of a compiled function raises RuntimeError"
             )
-            restart = panel.locator(".sm-restart")
-            expect(restart).to_be_visible()
-            expect(restart).to_contain_text("%stance panel again")
-            expect(panel).to_have_class(re.compile(r"jupyter-widgets-disconnected"))
-            shoot("panel-restarted", panel)
+        panel.locator(".sm-skip-guard input").uncheck()
+        expect(panel.locator(".sm-skip-warning")).to_be_hidden()
+        page.wait_for_function(KERNEL_IDLE, polling=100)
 
-            # -- the docs' pictures: light theme, a fresh kernel, a recompile, the
-            # -- size of a laptop's screen (1280 x 800) ------------------------------
-            page.set_viewport_size({"width": 1280, "height": 800})
-            page.evaluate(
-                "() => window.jupyterapp.commands.execute('apputils:change-theme', "
-                "{theme: 'JupyterLab Light'})"
+        # -- a change while a cell runs: said at once, and again when it ends ---
+        busy_note = panel.locator(".sm-busy")
+        expect(busy_note).to_be_hidden()
+        nb_index = SLEEP
+        page.evaluate(
+            """(i) => { const nb = window.jupyterapp.shell.currentWidget;
+                nb.content.activeCellIndex = i;
+                window.jupyterapp.commands.execute('notebook:run-cell'); }""",
+            nb_index,
+        )
+        expect(output(SLEEP)).to_contain_text("SLEEPING")  # the cell is running
+        page.wait_for_function(
+            """() => !!document.querySelector(
+                '.jp-NotebookPanel .jp-Notebook-ExecutionIndicator[data-status="busy"]')""",
+            polling=50,
+        )
+        select = panel.locator(".sm-stance select")
+        select.focus()  # as a click on it does
+        select.select_option("eager_on_recompile")
+        expect(busy_note).to_be_visible()
+        expect(busy_note).to_contain_text("applies from the next cell")
+        shoot("panel-busy", panel)
+        # JupyterLab 4.6 sends widget messages over a kernel subshell, so the
+        # kernel itself says at once that the change waits for the cell; a
+        # kernel without subshells reads it when the cell ends, and says so.
+        expect(panel.locator(".sm-message")).to_contain_text(
+            re.compile(
+                r"session stance: eager_on_recompile \(was: default\)( from the next cell "
+                r"\(a cell is running\)|; chosen while a cell was running \(it ran under "
+                r"default\): applies from the next cell)"
             )
-            page.wait_for_function(
-                "() => document.body.dataset.jpThemeLight === 'true'", polling=100
-            )
-            page.wait_for_function(KERNEL_IDLE, polling=250)
-            run(SETUP)
-            expect(output(SETUP)).to_contain_text(f"FROM: {REPO}")
-            run(PANEL)
-            panel = cells.nth(PANEL).locator(".sm-panel")
-            live = panel.locator(".sm-live")
-            header = live.locator(".jupyter-widget-Collapse-header")
-            expect(header).to_contain_text("No measured cell yet")
-            run(REPORT)
-            report = output(REPORT).locator(".sm-report-html").first
-            caption = report.locator(".sm-headline")
-            expect(caption).to_contain_text("1 recompile (")
-            expect(caption).to_contain_text("compiled ")
-            hint = report.locator(".sm-hint").first
-            expect(hint).to_contain_text("eager_then_compile")
-            expect(report).to_contain_text("size mismatch")  # the recompile row
-            expect(output(REPORT).locator("img")).to_be_visible()  # the chart
-            expect(header).to_contain_text("1 recompile")
-            header.click()
-            live_report = live.locator(".sm-report-html").first
-            expect(live_report.locator(".sm-headline")).to_contain_text("1 recompile (")
-            expect(live.locator("img.sm-chart")).to_be_visible()
-            page.mouse.click(5, 700)  # focus away from the panel
+        )
+        expect(output(SLEEP)).to_contain_text("SLEPT UNDER: default")  # unaffected
+        page.wait_for_function(KERNEL_IDLE, polling=100)
+        expect(busy_note).to_be_hidden()
+        run(MEASURED)
+        expect(output(MEASURED)).to_contain_text("STANCE: eager_on_recompile")
+        expect(header).to_contain_text("eager_on_recompile")
+        page.mouse.click(5, 700)  # focus away from the panel
+        expect(live.locator("img.sm-chart")).to_be_visible()
+        shoot("panel-open", panel)
 
-            def screen(name: str, top: Any, *seen: Any) -> None:
-                """The screen as a user sees it with ``top`` at its top: each of
-                ``seen`` (the headline, the hint) in view without scrolling."""
-                top.evaluate("(e) => e.scrollIntoView({block: 'start'})")
-                page.wait_for_timeout(400)  # let images lay out
-                height = page.viewport_size["height"]
-                for part in seen:
-                    box = part.bounding_box()
-                    assert box is not None and 0 <= box["y"], (name, box)
-                    assert box["y"] + box["height"] <= height, (name, box)
-                page.screenshot(path=str(shots[name]))
+        # -- dark theme: theme colours, and the chart follows -------------------
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+            "{theme: 'JupyterLab Dark'})"
+        )
+        page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", polling=100)
+        page.wait_for_timeout(800)  # the theme's stylesheet applies
+        head = panel.locator(".sm-head")
+        assert _luminance(head.evaluate("(e) => getComputedStyle(e).color")) > 0.6
+        for part in (".sm-message span", "table.sm-report th", ".sm-backend-note span"):
+            loc = panel.locator(part).first
+            if loc.count():
+                color = loc.evaluate("(e) => getComputedStyle(e).color")
+                assert _luminance(color) > 0.35, (part, color)
+        bg = page.evaluate(
+            "() => getComputedStyle(document.querySelector('.jp-Notebook')).backgroundColor"
+        )
+        assert _luminance(bg) < 0.2, bg
+        flt = live.locator("img.sm-chart").evaluate("(e) => getComputedStyle(e).filter")
+        assert "invert(1)" in flt, flt
+        shoot("panel-dark", panel)
 
-            live_hint = live_report.locator(".sm-hint").first
-            screen("docs-panel", cells.nth(PANEL), live_report.locator(".sm-headline"), live_hint)
-            screen("docs-report", cells.nth(REPORT), caption, hint)
-        finally:
-            browser.close()
+        # -- a narrow notebook: the controls wrap, the dropdowns stay aligned ---
+        page.set_viewport_size({"width": 560, "height": 1400})
+        page.wait_for_timeout(500)
+        stance_box = panel.locator(".sm-stance select").bounding_box()
+        backend_box = panel.locator(".sm-backend select").bounding_box()
+        assert stance_box is not None and backend_box is not None
+        assert backend_box["y"] > stance_box["y"] + 10, (stance_box, backend_box)  # wrapped
+        assert abs(backend_box["x"] - stance_box["x"]) < 2, (stance_box, backend_box)
+        assert abs(backend_box["width"] - stance_box["width"]) < 2
+        shoot("panel-narrow", panel)
+        page.set_viewport_size({"width": 1000, "height": 1400})
+
+        # -- kernel restart: the panel says it must be reopened -----------------
+        page.evaluate(
+            "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()"
+        )
+        restart = panel.locator(".sm-restart")
+        expect(restart).to_be_visible()
+        expect(restart).to_contain_text("%stance panel again")
+        expect(panel).to_have_class(re.compile(r"jupyter-widgets-disconnected"))
+        shoot("panel-restarted", panel)
+
+        # -- the docs' pictures: light theme, a fresh kernel, a recompile, the
+        # -- size of a laptop's screen (1280 x 800) ------------------------------
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+            "{theme: 'JupyterLab Light'})"
+        )
+        page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'", polling=100)
+        page.wait_for_function(KERNEL_IDLE, polling=250)
+        run(SETUP)
+        expect(output(SETUP)).to_contain_text(f"FROM: {REPO}")
+        run(PANEL)
+        panel = cells.nth(PANEL).locator(".sm-panel")
+        live = panel.locator(".sm-live")
+        header = live.locator(".jupyter-widget-Collapse-header")
+        expect(header).to_contain_text("No measured cell yet")
+        run(REPORT)
+        report = output(REPORT).locator(".sm-report-html").first
+        caption = report.locator(".sm-headline")
+        expect(caption).to_contain_text("1 recompile (")
+        expect(caption).to_contain_text("compiled ")
+        hint = report.locator(".sm-hint").first
+        expect(hint).to_contain_text("eager_then_compile")
+        expect(report).to_contain_text("size mismatch")  # the recompile row
+        expect(output(REPORT).locator("img")).to_be_visible()  # the chart
+        expect(header).to_contain_text("1 recompile")
+        header.click()
+        live_report = live.locator(".sm-report-html").first
+        expect(live_report.locator(".sm-headline")).to_contain_text("1 recompile (")
+        expect(live.locator("img.sm-chart")).to_be_visible()
+        page.mouse.click(5, 700)  # focus away from the panel
+
+        def screen(name: str, top: Any, *seen: Any) -> None:
+            """The screen as a user sees it with ``top`` at its top: each of
+            ``seen`` (the headline, the hint) in view without scrolling."""
+            top.evaluate("(e) => e.scrollIntoView({block: 'start'})")
+            page.wait_for_timeout(400)  # let images lay out
+            height = page.viewport_size["height"]
+            for part in seen:
+                box = part.bounding_box()
+                assert box is not None and 0 <= box["y"], (name, box)
+                assert box["y"] + box["height"] <= height, (name, box)
+            page.screenshot(path=str(shots[name]))
+
+        live_hint = live_report.locator(".sm-hint").first
+        screen("docs-panel", cells.nth(PANEL), live_report.locator(".sm-headline"), live_hint)
+        screen("docs-report", cells.nth(REPORT), caption, hint)
     for shot in shots.values():
         assert shot.stat().st_size > 5_000, shot
     if not DOCS_IMAGES:
@@ -625,50 +629,40 @@ def test_a_committed_notebook_opened_untrusted_keeps_the_report_layout(
         / "tracker.jupyterlab-settings",
         {"windowingMode": "none"},
     )
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+    with _lab_page(base, token, UNTRUSTED.name) as page:
+        page.locator(".jp-OutputArea-output table.sm-report").first.wait_for()
+        page.evaluate(
+            "() => { window.jupyterapp.shell.collapseLeft();"
+            " window.jupyterapp.shell.collapseRight(); }"
         )
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 1400})
-            page.set_default_timeout(60_000)
-            page.goto(f"{base}/lab/tree/{UNTRUSTED.name}?token={token}&reset")
-            page.wait_for_function("() => !!window.jupyterapp", timeout=60_000)
-            page.locator(".jp-OutputArea-output table.sm-report").first.wait_for()
-            page.evaluate(
-                "() => { window.jupyterapp.shell.collapseLeft();"
-                " window.jupyterapp.shell.collapseRight(); }"
-            )
-            page.wait_for_timeout(500)
-            trusted = page.evaluate(
-                """() => { const m = window.jupyterapp.shell.currentWidget.content.model;
-                    const cells = [];
-                    for (let i = 0; i < m.cells.length; i++) cells.push(m.cells.get(i));
-                    return cells.filter((c) => c.type === 'code').map((c) => c.trusted); }"""
-            )
-            assert trusted and not any(trusted), trusted  # opened untrusted
-            # the folded rows too: every <details> opened, as a reader would
-            page.evaluate(
-                "() => document.querySelectorAll('.jp-OutputArea-output details')"
-                ".forEach((d) => { d.open = true; })"
-            )
-            page.wait_for_timeout(300)
-            layout = page.evaluate(REPORT_LAYOUT)
-            assert len(layout) >= 3, layout
-            # the widest tables are there: the history and the sweep
-            assert any(t["text"].startswith("cellcodestance") for t in layout), layout
-            assert any("sweep" in t["text"] for t in layout), layout
-            styles = page.evaluate(
-                "() => document.querySelectorAll('.jp-OutputArea-output style').length"
-            )
-            assert styles == 0, "the sanitizer keeps no <style> in an untrusted output"
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            for table in layout:
-                assert table["aligns"] == ["left"], table
-                assert table["width"] <= table["room"] + 1, table
-            first = page.locator(".jp-OutputArea-output table.sm-report").first
-            first.evaluate("(e) => e.scrollIntoView({block: 'start'})")
-            page.wait_for_timeout(300)
-            page.screenshot(path=str(ARTIFACTS / "untrusted.png"))
-        finally:
-            browser.close()
+        page.wait_for_timeout(500)
+        trusted = page.evaluate(
+            """() => { const m = window.jupyterapp.shell.currentWidget.content.model;
+                const cells = [];
+                for (let i = 0; i < m.cells.length; i++) cells.push(m.cells.get(i));
+                return cells.filter((c) => c.type === 'code').map((c) => c.trusted); }"""
+        )
+        assert trusted and not any(trusted), trusted  # opened untrusted
+        # the folded rows too: every <details> opened, as a reader would
+        page.evaluate(
+            "() => document.querySelectorAll('.jp-OutputArea-output details')"
+            ".forEach((d) => { d.open = true; })"
+        )
+        page.wait_for_timeout(300)
+        layout = page.evaluate(REPORT_LAYOUT)
+        assert len(layout) >= 3, layout
+        # the widest tables are there: the history and the sweep
+        assert any(t["text"].startswith("cellcodestance") for t in layout), layout
+        assert any("sweep" in t["text"] for t in layout), layout
+        styles = page.evaluate(
+            "() => document.querySelectorAll('.jp-OutputArea-output style').length"
+        )
+        assert styles == 0, "the sanitizer keeps no <style> in an untrusted output"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        for table in layout:
+            assert table["aligns"] == ["left"], table
+            assert table["width"] <= table["room"] + 1, table
+        first = page.locator(".jp-OutputArea-output table.sm-report").first
+        first.evaluate("(e) => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(ARTIFACTS / "untrusted.png"))
