@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 from pathlib import Path
 
@@ -133,10 +134,26 @@ def test_no_import_circle():
     assert _cycle(graph) is None, " → ".join(_cycle(graph) or [])
 
 
+def _top(module: str) -> str:
+    """The module, or the package it is part of (``render.labels`` → ``render``)."""
+    return module.split(".")[0]
+
+
+def package_graph() -> dict[str, set[str]]:
+    """The import graph with every package folded into one node: what
+    ``render`` imports is what any of ``render``'s modules imports."""
+    out: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        out.setdefault(_top(module), set()).update(
+            _top(t) for t in targets if _top(t) != _top(module)
+        )
+    return out
+
+
 def test_the_flow_is_one_way():
     """Front ends → engine → measurement → builder → report; the views read
     reports and import neither the engine nor the report classes."""
-    graph = import_graph()
+    graph = package_graph()
     order = ["magics", "engine", "measurement", "build", "report"]
     for upper, lower in itertools.pairwise(order):
         assert lower in graph[upper], (upper, lower)
@@ -146,15 +163,17 @@ def test_the_flow_is_one_way():
     # reads the same in any process, whatever torch it has
     for view in ("render", "advice", "text"):
         assert "probe" not in graph[view], view
+    # the words are made from the report alone: render reads no builder
+    assert "build" not in graph["render"]
     assert graph["text"] == set()  # a leaf
     assert graph["notebook"] == set()  # IPython's one home imports nothing of ours
 
 
 #: The attribute names of a report and its parts (read from report.py).
 def _report_fields() -> set[str]:
-    tree = _modules()["report"]
+    trees = [t for m, t in _modules().items() if _top(m) == "report"]
     out: set[str] = set()
-    for node in tree.body:
+    for node in (n for tree in trees for n in tree.body):
         if isinstance(node, ast.ClassDef):
             for item in node.body:
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
@@ -216,8 +235,7 @@ def test_only_the_builder_writes_a_report():
     found = {
         module: writes
         for module, tree in _modules().items()
-        if module not in ("build", "report")
-        and module.split(".")[0] != "probe"
+        if _top(module) not in ("build", "report", "probe")
         and (writes := _report_writes(tree, fields))
     }
     assert found == {}
@@ -307,6 +325,18 @@ def _module_aliases(module: str, tree: ast.Module, names: set[str]) -> dict[str,
     return out
 
 
+def _one_package(module: str, target: str) -> bool:
+    """Both modules inside one package (``probe.recorder.hooks`` and
+    ``probe.records``; ``render.rows`` and ``render``): its modules share its
+    private helpers."""
+    return _top(module) == _top(target) and _top(module) in _packages()
+
+
+@functools.cache
+def _packages() -> frozenset[str]:
+    return frozenset(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
+
+
 def _private_attribute_reads(module: str, tree: ast.Module, names: set[str]) -> list[str]:
     """``mod._x`` (a private name of another module, read as an attribute)
     and ``probe.sub.X`` (a probe module's name not handed on by its face)."""
@@ -316,7 +346,7 @@ def _private_attribute_reads(module: str, tree: ast.Module, names: set[str]) -> 
         if not isinstance(node, ast.Attribute) or not isinstance(node.value, ast.Name):
             continue
         target = aliases.get(node.value.id)
-        if target is None or target == module:
+        if target is None or target == module or _one_package(module, target):
             continue
         if node.attr.startswith("_") and not node.attr.startswith("__"):
             out.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
@@ -369,9 +399,8 @@ def test_no_private_helpers_imported_across_modules():
             for alias in node.names:
                 if alias.name.startswith("_") and not alias.name.startswith("__"):
                     for target in targets:
-                        inside_probe = module.split(".")[0] == target.split(".")[0] == "probe"
-                        if inside_probe:
-                            continue  # the probe's modules share its private helpers
+                        if _one_package(module, target):
+                            continue  # a package's modules share its private helpers
                         found.append(f"{module} imports {target}.{alias.name}")
     assert found == []
 
@@ -410,3 +439,51 @@ def test_torch_compile_records_are_read_only_in_the_probe():
     assert found == {}
     # the check sees such a read
     assert _record_field_reads(ast.parse("getattr(rec, 'fail_type', None)"), fields)
+
+
+#: The most lines a module and a class may have: a file is read whole, a
+#: class is one concern.
+MODULE_LINES = 700
+CLASS_LINES = 400
+
+
+def _sizes() -> tuple[dict[str, int], dict[str, int]]:
+    modules, classes = {}, {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(PACKAGE))
+        text = path.read_text(encoding="utf-8")
+        modules[rel] = text.count("\n") + (not text.endswith("\n"))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                classes[f"{rel}:{node.name}"] = node.end_lineno - node.lineno + 1
+    return modules, classes
+
+
+def test_no_module_or_class_too_long():
+    modules, classes = _sizes()
+    assert {m: n for m, n in modules.items() if n > MODULE_LINES} == {}
+    assert {c: n for c, n in classes.items() if n > CLASS_LINES} == {}
+    assert modules["__init__.py"] > 0 and classes  # the count sees the code
+
+
+#: Modules outside the probe that may use regular expressions, and on what:
+#: none of them reads torch's messages (that is :mod:`stance_magic.probe`'s
+#: job, so a new torch's wording is a change in one place).
+REGEX_OUTSIDE_THE_PROBE = {
+    "paths": "path prefixes in any text",
+    "share.bundling": "the file numbers in a Perfetto trace",
+    "render.links": "URLs in a hint, made into links",
+}
+
+
+def test_torch_messages_are_parsed_only_in_the_probe():
+    found = set()
+    for module, tree in _modules().items():
+        if _top(module) == "probe":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name == "re" for a in node.names):
+                found.add(module)
+            elif isinstance(node, ast.ImportFrom) and node.module == "re":
+                found.add(module)
+    assert found <= set(REGEX_OUTSIDE_THE_PROBE), found - set(REGEX_OUTSIDE_THE_PROBE)
