@@ -11,7 +11,7 @@ import pytest
 
 from stance_magic import probe
 from stance_magic.probe import anatomy
-from stance_magic.probe.recorder import _Activation
+from stance_magic.probe.recorder.calls import _Activation
 
 from conftest import last, run
 from fakeclock import FakeClock, on_engine
@@ -41,7 +41,8 @@ def expected_timed(n: int) -> int:
 def measure(sh, monkeypatch, cell: str, every: bool):
     """Run a measured cell, with every lookup timed (no sampling) if ``every``;
     its report."""
-    import stance_magic.probe.recorder as recorder
+    # the sampling's own module reads it when a function's lookups are timed
+    import stance_magic.probe.recorder.calls as recorder
 
     if every:
         monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)

@@ -1,0 +1,507 @@
+"""The hot path: torch's two per-call hooks (the dispatcher and the
+guard-complete hook), the activation of each torch.compile call in
+flight, lookup timing and sampling."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+from ..anatomy import CALIBRATE_AFTER, CALIBRATION_MIN_HITS
+from ..device import StreamMarks, stream_mark
+from ..frames import (
+    _MISSING,
+    _OWNER_WALK_LIMIT,
+    _caller_key,
+    _find_owner,
+)
+from ..releases import (
+    callback_ref,
+    listing_refusals,
+)
+from ..stances import _EAGER_STANCES
+from .events import (
+    CALIBRATED,
+    RESUMED,
+    SAMPLED,
+    SPOT,
+    TIMED,
+    UNTIMED,
+    DeviceSpan,
+    EagerParts,
+    Lookup,
+    Parts,
+    Profiled,
+)
+from .outcomes import CALL_CACHED, CALL_EAGER
+from .window import MissEvent, Target
+
+#: Lookups of one torch.compile'd function (since the outermost window
+#: opened) timed in situ and attributed one by one; after them 1 in
+#: SAMPLE_EVERY is, and the others are only counted, as hits of that
+#: function (a miss is always handled in full). The report extrapolates the
+#: total from the timed ones and says how many were timed.
+SAMPLE_FIRST = 64
+SAMPLE_EVERY = 16
+
+
+class _Sampling:
+    """Per torch.compile'd function: its timed lookups, then the activation
+    reused (no allocation) by its calls that are only counted."""
+
+    __slots__ = ("act", "calls", "hits", "key", "ref", "timed")
+
+    def __init__(self) -> None:
+        self.timed = 0
+        self.calls = 0
+        self.act: _Activation | None = None
+        #: the function its lookups are attributed to, once counted-only
+        #: (None before: every lookup is timed)
+        self.key: Any = None
+        #: counted-only hits since the outermost window opened (a window
+        #: reads the difference from its start: see _Mark.sampled)
+        self.hits = 0
+        #: a weak reference to torch.compile's callback, once counted-only
+        #: (what a counted-only call runs under the default stance)
+        self.ref: Any = None
+
+
+class _Activation:
+    """One torch.compile call in flight: when torch handed it to Dynamo."""
+
+    __slots__ = (
+        "before",
+        "calibrating",
+        "callback",
+        "consumed",
+        "counted",
+        "frame_id",
+        "handling",
+        "hit",
+        "key",
+        "mark",
+        "miss",
+        "outcome",
+        "sampled",
+        "stance",
+        "start_records",
+        "t0",
+        "t_lookup",
+        "t_out",
+        "target",
+    )
+
+    def __init__(self, frame_id: int, t0: float, stance: str, callback: Any, key: Any) -> None:
+        self.frame_id = frame_id
+        self.t0 = t0
+        self.stance = stance
+        #: what torch will run the frame with (names the backend), held weakly
+        #: (see callback_ref)
+        self.callback = callback_ref(callback)
+        #: torch.compile's own callback for the function: one per compiled object
+        self.key = key
+        self.target: Any = None
+        self.consumed = False
+        #: only counted: its hit adds one to ``counted.hits`` (see _Sampling)
+        self.sampled = False
+        self.counted: _Sampling | None = None
+        #: the parts of a timed call (see probe.anatomy): where its wrapper
+        #: started, where its lookup ended (a hit?), the records written by then
+        self.before: float | None = None
+        self.t_lookup: float | None = None
+        self.t_out = 0.0
+        self.hit = False
+        #: how it ended (a CALL_ outcome), once resolved
+        self.outcome: str | None = None
+        #: the records written before it started, and its own miss (if any):
+        #: how it ended follows from them (see Recorder._resolve)
+        self.start_records = 0
+        self.miss: MissEvent | None = None
+        #: the exception being handled where the call started (a call made
+        #: in an ``except`` block): another one at its end means it raised
+        self.handling: BaseException | None = None
+        #: torch's profiler runs over this call (see LookupCalibration)
+        self.calibrating = False
+        #: CUDA events where its compiled code starts and returns
+        #: (probe.device.stream_mark), where CUDA is in use
+        self.mark: StreamMarks | None = None
+
+
+class CallsMixin:
+    """The per-call hooks and the timing of lookups and of a call's parts. A part of
+    :class:`~stance_magic.probe.recorder.Recorder`, whose slots it shares."""
+
+    __slots__ = ()
+
+    # -- hooks (hot path: keep them small) ---------------------------------
+    def _make_hooks(self) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
+        """torch's two per-call hooks: ``_callback_from_stance`` (torch calls
+        it four times a compiled call, three of them with None) and the
+        guard-complete hook (once a lookup).
+
+        Closures over what they read (a closure's cells and a slotted
+        recorder's fields are the cheapest reads Python has), made once and
+        installed again by each outermost window: the dictionaries they hold
+        are the recorder's own, never replaced (:meth:`_clear_running`
+        empties them). A counted-only call (see
+        :data:`SAMPLE_FIRST`) is handled here in full; any other goes on to
+        :meth:`_compiled_call` and :meth:`_lookup`.
+        """
+        rec = self
+        orig = self._orig_cfs
+        # torch 2.8's fail_on_recompile names no guard: ask torch's guard check
+        dispatch = listing_refusals(orig, self._note_refusal)
+        cw = self._cw_code
+        threads = self._threads
+        get_ident = self._get_ident
+        getframe = sys._getframe
+        counted = self._counted
+        every = SAMPLE_EVERY
+        ef = self._ef
+        clock = self._clock
+        compiled_call = self._compiled_call
+        lookup = self._lookup
+
+        def _callback_from_stance(callback: Any) -> Any:
+            result = dispatch(callback)
+            if callback is None:  # torch._dynamo.disable's wrappers: never a compiled call
+                return result
+            if not rec._armed:
+                rec._arm()  # the window's first dispatch: before its lookup
+            f = getframe(1)
+            if f.f_code is cw and get_ident() in threads:
+                sampling = counted.get(callback)
+                if sampling is not None:
+                    sampling.calls += 1
+                    act = sampling.act
+                    if act.consumed:
+                        # the activation reused, nothing allocated: only
+                        # counted, or 1 in SAMPLE_EVERY a spot check (timed)
+                        rec._calls += 1
+                        if rec._open is not None:
+                            rec._resolve(rec._open, None)
+                        prev = rec._act
+                        if prev is not act and prev is not None and not prev.consumed:
+                            rec._end_activation(prev)
+                        if rec._pending is not None:
+                            rec._settle_miss()
+                        if result is not callback:
+                            act.callback = callback_ref(result)
+                        elif act.callback is not sampling.ref:
+                            act.callback = sampling.ref
+                        if act.frame_id != id(f):
+                            rec._pin(act, id(f))
+                        act.stance = ef._stance.stance
+                        act.consumed = False
+                        rec._act = act
+                        if sampling.calls % every:
+                            act.sampled = True
+                        else:
+                            act.sampled = False
+                            act.handling = sys.exc_info()[1]
+                            act.t0 = rec._clock()
+                        return result
+                compiled_call(callback, result, f, clock())
+            return result
+
+        def _guard_hook(cache_hit: bool) -> bool:
+            act = rec._act
+            if (
+                cache_hit
+                and act is not None
+                and act.sampled
+                and not act.consumed
+                and rec._pending is None
+                and id(getframe(1)) == act.frame_id
+            ):
+                # a counted-only hit of the called function itself
+                act.consumed = True
+                rec._hits += 1
+                act.counted.hits += 1  # type: ignore[union-attr]
+            else:
+                lookup(cache_hit, getframe(1))
+            prev = rec._prev_guard_hook
+            if prev is not None:
+                return prev(cache_hit)
+            return cache_hit
+
+        _callback_from_stance.__wrapped__ = orig  # type: ignore[attr-defined]
+        _callback_from_stance._stance_magic_recorder = self  # type: ignore[attr-defined]
+        _guard_hook._stance_magic_recorder = self  # type: ignore[attr-defined]
+        return _callback_from_stance, _guard_hook
+
+    def _compiled_call(self, callback: Any, result: Any, f: Any, dispatched: float) -> None:
+        """A torch.compile call on a measured thread (``f``: its
+        compile_wrapper frame; ``dispatched``: when torch's dispatcher
+        returned) that is not only counted: it starts an activation whose
+        lookup is timed from now."""
+        self._calls += 1
+        if self._open is not None:
+            self._resolve(self._open, None)
+        prev = self._act
+        if prev is not None and not prev.consumed:
+            self._end_activation(prev)
+        if self._pending is not None:
+            self._settle_miss()
+        stance = self._ef._stance.stance
+        act = _Activation(id(f), 0.0, stance, result, callback)
+        eager = stance in _EAGER_STANCES or result in (None, False)
+        # the function called (read from the frame once per torch.compile
+        # object): the account names it whatever the call does
+        act.target = self._fn_of(callback, f)
+        self._act = act
+        self._pin(act, act.frame_id)
+        bounds = self._bounds
+        calibrating = False
+        if bounds.on:
+            calibrating = bounds.profiling()
+            if not calibrating:
+                # eval frame is off here: the profiler stops plain
+                self._profiled(bounds.stop(self._hits + self._misses))
+        clock = self._callclock
+        before = None
+        if clock is not None and clock.next_enter is not None:
+            if clock.next_frame == act.frame_id and self._calls == self._enter_calls + 1:
+                # this call's start, seen by the clock right after the last one
+                before = dispatched - clock.next_enter
+            clock.next_enter = None
+        if not eager and not bounds.on and self._window_timed.get(callback, 0) >= CALIBRATE_AFTER:
+            fn = self._fn_of(callback, f)
+            if bounds.wanted(fn):
+                # a function whose lookups have hit: torch's profiler over a
+                # few calls, in its first cells (False while another one runs)
+                calibrating = bounds.start(fn, self._hits + self._misses)
+        act.calibrating = calibrating
+        act.before = before
+        act.start_records = len(self._records)
+        self._open = act
+        act.handling = sys.exc_info()[1]
+        if clock is not None:
+            # its end, whatever it does: the parts of a call that ran
+            # eagerly, and for every call whether it raised (see _resolve);
+            # a timed lookup tails it again from the lookup. Before the
+            # call's start is read: the clock's first tail measures its own
+            # cost once (see CallClock._pass_cost), no part of this call
+            self._tail_act = act
+            clock.tail(act.frame_id, self._call_done, at_dispatch=True)
+        act.t0 = self._clock()
+
+    def _mark_back(self) -> None:
+        """The compiled code of the timed call returned: mark the stream."""
+        act = self._tail_act
+        if act is not None and act.mark is not None:
+            act.mark.end()
+
+    def _call_done(self, back: float, end: float, own: float, inner: float) -> None:
+        """A timed call ended (see probe.anatomy): its parts, as an event,
+        less the clock's own work (``own`` after the compiled code returned,
+        ``inner`` on torch's calls it passed on while the code ran)."""
+        act, self._tail_act = self._tail_act, None
+        self._enter_calls = self._calls  # the next call's start: this one's successor's
+        if act is None:
+            return
+        mark, act.mark = act.mark, None
+        key = act.target
+        exc = sys.exc_info()[1]
+        raised = exc is not act.handling
+        act.handling = None  # no exception kept alive by a held activation
+        if self._open is act:
+            outcome = self._resolve(act, exc if raised and exc is not None else False)
+        else:
+            outcome = act.outcome
+        exc = None
+        if act.calibrating or raised:
+            # profiled (the profiler slows it), or it raised (a recompile
+            # refused, a compile error that reached the caller, or the
+            # user's own code): no part of a call that ran to its end
+            return
+        if outcome == CALL_EAGER:
+            # ran without compiled code (force_eager, ..., a miss that
+            # compiled nothing)
+            self._events.append(EagerParts(key, act.before, end - act.t0 - own - inner, end))
+            return
+        if outcome != CALL_CACHED or act.t_lookup is None or not act.hit:
+            # it compiled, then ran what it compiled: neither an eager call
+            # nor a steady one; the compile is the report's
+            return
+        compiled = max(back - act.t_out - inner, 0.0)
+        parts = (act.before, act.t_lookup - act.t0, compiled, end - back - own)
+        self._events.append(Parts(key, parts, end))
+        if mark is not None:
+            self._events.append(DeviceSpan(key, mark, end))
+
+    def _profiled(self, measured: list[tuple[Any, float]]) -> None:
+        """The lookups torch's profiler measured in a calibration (past its
+        warm-up): each function's stand for its profiled calls."""
+        if measured:
+            now = self._clock()
+            self._events.extend(Profiled(fn, seconds, now) for fn, seconds in measured)
+
+    def _lookup_bound(self, fn: Any, t: Target) -> None:
+        """The profiler's bound of ``fn``'s lookup on its target ``t`` (see
+        probe.anatomy.LookupBounds), given the spans of its spot checks where
+        there are enough (the steady state; a cell's first lookups are
+        slower, and stand only for themselves)."""
+        spots = t.spot_samples
+        bound = self._bounds.bound(fn, spots if len(spots) >= CALIBRATION_MIN_HITS else None)
+        if bound is not None:
+            t.lookup_event_s, t.lookup_share = bound
+
+    def _pin(self, act: _Activation, frame_id: int) -> None:
+        """Name ``act`` the call of the compile_wrapper frame at ``frame_id``
+        (for the lookups nested under it, see _running_call). An activation
+        pinned there before belongs to a frame that is gone (two live frames
+        never share an address): it is unpinned, so a counted-only call
+        checks only its own ``frame_id``."""
+        old = self._acts.get(frame_id)
+        if old is not None and old is not act:
+            old.frame_id = -1
+        act.frame_id = frame_id
+        self._acts[frame_id] = act
+
+    def _fn_of(self, callback: Any, frame: Any) -> Any:
+        """The function a compile_wrapper frame calls (its local ``fn``), cached
+        per torch.compile object: reading a frame's locals costs microseconds."""
+        fn = self._fns.get(callback, _MISSING)
+        if fn is _MISSING:
+            fn = self._fns[callback] = frame.f_locals.get("fn")
+        return fn
+
+    def _end_activation(self, act: _Activation) -> None:
+        """A torch.compile call ended (or the next began) without a lookup or a
+        compile of its own frame: the function ran without compiled code."""
+        self._act = None
+        if not act.consumed:
+            if self._open is act:
+                self._resolve(act, None)
+            elif act.counted is not None:
+                # a counted-only call, reused without a word (see _make_hooks),
+                # that made no lookup and compiled nothing of its own
+                act.hit, act.miss, act.start_records = False, None, len(self._records)
+                self._resolve(act, None)
+            # (else its end was seen, and resolved it)
+            # ended: a counted-only function's next call may reuse it
+            act.consumed = True
+        act.handling = None
+
+    def _lookup(self, cache_hit: bool, caller: Any) -> None:
+        """A cache lookup that is not a counted-only hit (``caller``: the
+        frame that made it): counted, attributed and, where it has a start,
+        timed."""
+        t = self._clock()
+        if self._threads and self._get_ident() in self._threads:
+            if self._pending is not None:
+                self._settle_miss()
+            if cache_hit:
+                self._hits += 1
+            else:
+                self._misses += 1
+                if self._bounds.on:
+                    self._bounds.missed(self._hits + self._misses)
+            act = self._act
+            owner = None
+            if act is not None and not act.consumed:
+                # most often torch.compile's wrapper itself made the call
+                owner = caller if id(caller) == act.frame_id else _find_owner(caller, act.frame_id)
+            if owner is not None:
+                # the lookup of the very function a torch.compile call handed
+                # to Dynamo: timed from that moment to now
+                act.consumed = True
+                if self._open is not act:  # a counted-only call, reused
+                    act.start_records = len(self._records)
+                    act.outcome = None
+                    self._open = act
+                act.hit = cache_hit
+                act.miss = None
+                key = act.target = self._fn_of(act.key, owner)
+                if act.sampled:  # a counted-only call that missed: counted, not timed
+                    act.sampled = False
+                    self._events.append(Lookup(SAMPLED, key, cache_hit, 0.0, t))
+                else:
+                    sampling = self._sampling.get(act.key)
+                    if sampling is None:
+                        sampling = self._sampling[act.key] = _Sampling()
+                    if act.calibrating:
+                        # under the profiler: counted, not timed (it slows the call)
+                        if cache_hit:
+                            self._bounds.note(key, t - act.t0, self._hits + self._misses)
+                        self._events.append(Lookup(CALIBRATED, key, cache_hit, 0.0, t))
+                    else:
+                        self._timed(act, sampling, key, cache_hit, t)
+            else:
+                # a lookup further down (a resume function after a graph
+                # break, a frame compiled on its own): timed from the call
+                # that made it where sys.monitoring saw it (3.12+), else only
+                # counted; it belongs to the innermost torch.compile call still running
+                act = self._running_call(caller)
+                key = act.target if act is not None else _caller_key(caller)
+                resume = self._resume
+                start = resume.start_of(caller) if resume.on else None
+                if self._bounds.on:
+                    # under torch's profiler: counted, not timed (it slows the lookup)
+                    self._events.append(Lookup(CALIBRATED, key, cache_hit, 0.0, t))
+                elif start is not None:
+                    # a nested lookup, from the call that made it (Python 3.12+)
+                    self._events.append(Lookup(RESUMED, key, cache_hit, t - start, t))
+                else:
+                    if resume.on:
+                        resume.watch(caller.f_code)  # its later calls are timed
+                    self._events.append(Lookup(UNTIMED, key, cache_hit, 0.0, t))
+            if not cache_hit:
+                stance = act.stance if act is not None else self._ef._stance.stance
+                unsafe = bool(self._ef._stance.skip_guard_eval_unsafe)
+                self._pending = miss = MissEvent(key, stance, unsafe=unsafe)
+                self._pending_code = None
+                self._miss_list.append(miss)
+                if owner is not None:
+                    act.miss = miss  # type: ignore[union-attr]
+            elif owner is not None and self._tail_act is not act:
+                # a hit whose end no clock will see: it ran its cached code
+                self._resolve(act, None)  # type: ignore[arg-type]
+
+    def _timed(self, act: _Activation, sampling: _Sampling, key: Any, hit: bool, t: float) -> None:
+        """A timed lookup of ``act``'s own function, ended at ``t``; the rest
+        of the call (its compiled code, its end) is timed from here."""
+        # after the first ones: a spot check, standing for the counted-only
+        self._window_timed[act.key] = self._window_timed.get(act.key, 0) + 1
+        kind = SPOT if sampling.key is not None else TIMED
+        self._events.append(Lookup(kind, key, hit, t - act.t0, t))
+        clock = self._callclock
+        if clock is not None:
+            act.t_lookup, act.hit = t, hit
+            self._tail_act = act
+            # where CUDA is in use, the GPU's stream is marked where the
+            # compiled code starts and where it returns (outside its part)
+            cuda = self._cuda
+            in_use = hit and cuda is not None and cuda.is_initialized()
+            act.mark = marks = stream_mark(cuda) if in_use else None
+            clock.tail(act.frame_id, self._call_done, self._mark_back if marks else None)
+            # the compiled code runs from here (this hook's work left out)
+            act.t_out = self._clock()
+        sampling.timed += 1
+        if sampling.timed >= SAMPLE_FIRST and sampling.key is None:
+            # from now on its calls are only counted, but 1 in SAMPLE_EVERY
+            sampling.key = key
+            sampling.ref = callback_ref(act.key)
+            sampling.act = act
+            act.counted = sampling
+            self._counted[act.key] = sampling
+
+    def _running_call(self, frame: Any) -> _Activation | None:
+        """The innermost torch.compile call whose compile_wrapper frame is on
+        the stack above ``frame`` (a resume function belongs to the function
+        that broke, not to a compiled function it called before)."""
+        f = frame
+        cw = self._cw_code
+        for _ in range(_OWNER_WALK_LIMIT):
+            if f is None:
+                return None
+            if f.f_code is cw:
+                act = self._acts.get(id(f))
+                if act is None:
+                    return None
+                if act.target is None:
+                    act.target = self._fn_of(act.key, f)
+                return act
+            f = f.f_back
+        return None
