@@ -487,7 +487,7 @@ class Engine:
         if self._recorder is not None:
             self._recorder.uninstall()
             self._recorder = None
-        _cache_watch_uninstall()
+        probe.uninstall_watches()  # the compile-cache and CUDA-graph watches
         self._listeners.clear()
         self.watch = False
         self._cell_thread = None
@@ -562,11 +562,3 @@ def get_engine() -> Engine:
     if _ENGINE is None:
         _ENGINE = Engine()
     return _ENGINE
-
-
-def _cache_watch_uninstall() -> None:
-    import sys
-
-    caches = sys.modules.get("stance_magic.probe.caches")
-    if caches is not None:
-        caches.watch().uninstall()

@@ -19,11 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from . import build, probe
 from .build import Closed
 from .notebook import running_cell_number
-from .probe import caches as probe_caches
-from .probe import cudagraphs as probe_cudagraphs
 
 if TYPE_CHECKING:
-    from .probe.caches import CacheEvent
     from .report import CellReport, Comparison
     from .spec import MeasureSpec
     from .stance import Stance
@@ -64,34 +61,27 @@ class Measurement:
         #: the report, once :meth:`finish` built it
         self.report: CellReport | None = None
         self._closed: Closed | None = None
-        self._recorder = engine.recorder
+        # the block's watches (see probe.watch), opened in this order and
+        # closed in reverse: the trace capture first (a failure there leaves
+        # nothing open), the recorder, torch's compile-cache events, CUDA
+        # graphs, and torch's profiler when asked (lookups, memory, regions)
+        watches: list[Any] = []
         self._sharing = None
         if spec.trace is not None or spec.timeline is not None:
             from .share import Sharing
 
             self._sharing = Sharing(spec.trace, spec.timeline)
-            self._sharing.start()  # before the recorder: a failure here leaves nothing open
-        self._mark = self._recorder.start(context=self.context)
-        # torch's compile-cache events of the window (see probe.caches)
-        self._cache_watch = probe_caches.watch()
-        try:
-            self._cache_mark: int | None = self._cache_watch.start()
-        except Exception:  # pragma: no cover - never fail a measurement over it
-            self._cache_mark = None
-        # CUDA graphs recorded, replayed and skipped (see probe.cudagraphs)
-        self._cudagraphs = probe_cudagraphs.watch()
-        self._cudagraph_mark = self._cudagraphs.start()
-        engine.opened(self)
-        self._profiler: probe.CellProfiler | None = None
-        self._profiler_error: str | None = None
+            watches.append(self._sharing)
+        watches += [engine.recorder, probe.cache_watch(), probe.cudagraph_watch()]
+        self._profiler: probe.ProfilerWatch | None = None
         regions = self._sharing is not None and self._sharing.wants_regions
         if spec.profile_lookups or spec.memory or regions:
-            try:
-                self._profiler = probe.CellProfiler(
-                    lookups=spec.profile_lookups, memory=spec.memory, regions=regions
-                )
-            except probe.ProfilerBusy as err:
-                self._profiler_error = f"not measured with the profiler: {err}"
+            self._profiler = probe.ProfilerWatch(
+                lookups=spec.profile_lookups, memory=spec.memory, regions=regions
+            )
+            watches.append(self._profiler)
+        self._watched = probe.Watched(watches, context=self.context)
+        engine.opened(self)
         # on CUDA, the window starts once the GPU finished what came before it
         probe.sync_if_cuda()
         self._clock = engine.clock
@@ -110,14 +100,6 @@ class Measurement:
             parts.append(repr(self.spec.label))
         parts.append(f"({self.stance.name})")
         return " ".join(parts)
-
-    def _cache_events(self) -> list[CacheEvent]:
-        if self._cache_mark is None:
-            return []
-        try:
-            return list(self._cache_watch.stop(self._cache_mark))
-        except Exception:  # pragma: no cover - never fail a measurement over it
-            return []
 
     @property
     def closed(self) -> bool:
@@ -138,12 +120,15 @@ class Measurement:
         synchronized = probe.sync_if_cuda()
         wall = self._clock() - self._t0
         self.engine.closed(self)
-        profiled: list[float] | None = None
-        memory: list[probe.MemoryFigure] = []
-        if self._profiler is not None:
-            profiled, memory = self._profiler.stop()
-        window = self._recorder.stop(self._mark, error)
-        cudagraphs = self._cudagraphs.stop(self._cudagraph_mark)
+        results = self._watched.stop(error)
+        window = results["recorder"]
+        profiled, memory = results["profiler"] if self._profiler is not None else (None, [])
+        profiler = self._profiler
+        failures = dict(self._watched.failures)
+        # the profiler's own line ("not measured with the profiler: ...")
+        profiler_error = failures.pop(probe.ProfilerWatch.name, None)
+        notes = [note] if note else []
+        notes += failures.values()
         self._closed = Closed(
             spec=self.spec,
             stance=self.stance,
@@ -155,13 +140,13 @@ class Measurement:
             t0=self._t0,
             profiled_lookups=profiled,
             memory=memory,
-            memory_on=self.spec.memory and self._profiler is not None,
-            profiler_error=self._profiler_error,
-            cache_events=self._cache_events(),
-            notes=[note] if note else [],
-            profiler=self._profiler,
+            memory_on=self.spec.memory and profiler is not None and profiler.profiler is not None,
+            profiler_error=profiler_error,
+            cache_events=results["caches"],
+            notes=notes,
+            profiler=profiler.profiler if profiler is not None else None,
             synchronized=synchronized,
-            cudagraphs=cudagraphs,
+            cudagraphs=results["cudagraphs"],
         )
         return self._closed
 

@@ -32,9 +32,11 @@ from .breaks import (
     break_summary,
     graph_break_type,
 )
+from .caches import watch as cache_watch
 from .cudagraphs import CudagraphWindow
 from .cudagraphs import overwritten_output as cudagraph_overwritten_output
 from .cudagraphs import user_line as cudagraph_user_line
+from .cudagraphs import watch as cudagraph_watch
 from .device import cuda_in_use, sync_if_cuda
 from .frames import (
     NOTEBOOK,
@@ -50,6 +52,7 @@ from .profiler import (
     CellProfiler,
     MemoryFigure,
     ProfilerBusy,
+    ProfilerWatch,
     quiet_fd2,
 )
 from .recorder import (
@@ -130,6 +133,8 @@ from .version import (
     torch_str,
     torch_version,
 )
+from .watch import Watch, Watched
+from .watch import uninstall_all as uninstall_watches
 
 __all__ = [
     "CACHE_LOOKUP_EVENT",
@@ -183,17 +188,22 @@ __all__ = [
     "LimitHit",
     "MemoryFigure",
     "ProfilerBusy",
+    "ProfilerWatch",
     "Recorder",
     "Target",
     "TorchSupportError",
+    "Watch",
+    "Watched",
     "Window",
     "backend_problem",
     "break_summary",
     "cache_entries",
+    "cache_watch",
     "callback_ref",
     "cuda_in_use",
     "cudagraph_overwritten_output",
     "cudagraph_user_line",
+    "cudagraph_watch",
     "delayed_callback_unlinked",
     "delayed_stance_warning",
     "deque_limit",
@@ -222,5 +232,6 @@ __all__ = [
     "torch_stance",
     "torch_str",
     "torch_version",
+    "uninstall_watches",
     "usable_backends",
 ]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .version import TorchSupportError, require_torch, torch_version
+from .watch import default_note, process_watch
 
 #: torch release that added torch.compiler.save_cache_artifacts / load_cache_artifacts
 MEGA_CACHE_SINCE = (2, 7)
@@ -154,6 +155,11 @@ class CacheWatch:
     place (passing through) if another tool wrapped it after us.
     """
 
+    #: the watch protocol (see probe.watch): its figures are a nicety, never
+    #: the block's error
+    name = "caches"
+    optional = True
+
     def __init__(self) -> None:
         self._events: list[CacheEvent] = []
         self._open = 0
@@ -187,7 +193,14 @@ class CacheWatch:
         instant._stance_magic_wraps = orig  # type: ignore[attr-defined]
         return instant
 
-    def start(self) -> int:
+    @property
+    def empty(self) -> list[CacheEvent]:
+        return []
+
+    def failure_note(self, err: BaseException) -> str:
+        return default_note("torch's compile-cache events", err)
+
+    def start(self, context: Any = None) -> int:
         """Open a window; the mark to pass to :meth:`stop`."""
         with self._lock:
             if self._cls is None and self.available:
@@ -195,7 +208,7 @@ class CacheWatch:
             self._open += 1
         return len(self._events)
 
-    def stop(self, mark: int) -> list[CacheEvent]:
+    def stop(self, mark: int, error: BaseException | None = None) -> list[CacheEvent]:
         """Close a window: the events logged since its mark."""
         events = self._events[mark:]
         with self._lock:
@@ -238,15 +251,9 @@ class CacheWatch:
         self._cls = None
 
 
-_WATCH: CacheWatch | None = None
-
-
 def watch() -> CacheWatch:
     """The process's one :class:`CacheWatch`."""
-    global _WATCH
-    if _WATCH is None:
-        _WATCH = CacheWatch()
-    return _WATCH
+    return process_watch(CacheWatch.name, CacheWatch)
 
 
 def events_of(rec: Any, events: list[CacheEvent]) -> list[CacheEvent]:

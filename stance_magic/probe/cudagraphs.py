@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .patches import Patches
+from .watch import default_note, process_watch
 
 __all__ = [
     "CudagraphPending",
@@ -262,6 +263,11 @@ class _Mark(NamedTuple):
 class CudagraphWatch:
     """Wraps torch's CUDA-graph functions while at least one window is open."""
 
+    #: the watch protocol (see probe.watch)
+    name = "cudagraphs"
+    optional = True
+    empty = None
+
     def __init__(self) -> None:
         self._open = 0
         self._lock = threading.Lock()
@@ -290,7 +296,17 @@ class CudagraphWatch:
 
     # ----------------------------------------------------------------- windows
 
-    def start(self) -> _Mark:
+    def failure_note(self, err: BaseException) -> str:
+        return default_note("CUDA graphs", err)
+
+    def uninstall(self) -> None:
+        """Take everything of ours out of torch (windows still open see
+        nothing more)."""
+        with self._lock:
+            self._open = 0
+            self._uninstall()
+
+    def start(self, context: Any = None) -> _Mark:
         """Open a window; the mark to pass to :meth:`stop`."""
         with self._lock:
             if self._open == 0 and "torch" in sys.modules:
@@ -308,7 +324,7 @@ class CudagraphWatch:
                 len(self._pending),
             )
 
-    def stop(self, mark: _Mark) -> CudagraphWindow | None:
+    def stop(self, mark: _Mark, error: BaseException | None = None) -> CudagraphWindow | None:
         """Close a window: what it saw since its mark (None: nothing)."""
         with self._lock:
             counted = _skip_counter() - mark.counter
@@ -629,12 +645,6 @@ def _since(now: dict[str, int], then: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in out.items() if v > 0}
 
 
-_WATCH: CudagraphWatch | None = None
-
-
 def watch() -> CudagraphWatch:
     """The process's one :class:`CudagraphWatch`."""
-    global _WATCH
-    if _WATCH is None:
-        _WATCH = CudagraphWatch()
-    return _WATCH
+    return process_watch(CudagraphWatch.name, CudagraphWatch)

@@ -6,9 +6,10 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 from .version import require_torch
+from .watch import default_note
 
 #: The profiler event torch emits around each Dynamo cache lookup.
 CACHE_LOOKUP_EVENT = "TorchDynamo Cache Lookup"
@@ -200,6 +201,44 @@ class CellProfiler:
                 )
             )
         return lookups, figures
+
+
+class ProfilerWatch:
+    """torch's profiler over one block, as a watch (see probe.watch): it
+    starts with the block's window (:class:`CellProfiler`) and gives each
+    lookup's seconds (or None) and the memory figures. Another profiler
+    already running is a note ("not measured with the profiler: ..."),
+    never the block's error."""
+
+    name = "profiler"
+    optional = True
+    __slots__ = ("lookups", "memory", "profiler", "regions")
+
+    def __init__(self, lookups: bool = False, memory: bool = False, regions: bool = False) -> None:
+        self.lookups, self.memory, self.regions = lookups, memory, regions
+        #: the block's profiler, once started (its region events feed a timeline)
+        self.profiler: CellProfiler | None = None
+
+    @property
+    def empty(self) -> tuple[list[float] | None, list[MemoryFigure]]:
+        return None, []
+
+    def failure_note(self, err: BaseException) -> str:
+        if isinstance(err, ProfilerBusy):
+            return f"not measured with the profiler: {err}"
+        return default_note("the profiler", err)
+
+    def start(self, context: Any = None) -> CellProfiler:
+        self.profiler = CellProfiler(lookups=self.lookups, memory=self.memory, regions=self.regions)
+        return self.profiler
+
+    def stop(
+        self, mark: CellProfiler, error: BaseException | None = None
+    ) -> tuple[list[float] | None, list[MemoryFigure]]:
+        return mark.stop()
+
+    def uninstall(self) -> None:
+        """Nothing stays installed: the profiler stops with its block."""
 
 
 def _cuda_in_use(torch: object) -> bool:

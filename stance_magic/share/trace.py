@@ -16,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..paths import shorten_paths
 from ..report import Shared
@@ -45,9 +45,15 @@ TLPARSE_TIMEOUT_S = 300
 class Sharing:
     """The trace and the timeline of one measured block.
 
-    The measurement starts it with the block (:meth:`start`) and hands it the
-    built report and the closed window (:meth:`finish`).
+    A watch (see probe.watch): the measurement starts it with the block
+    (:meth:`start`, before the recorder: a failure here leaves nothing
+    open), stops the capture with the block's window (:meth:`stop`) and
+    hands it the built report and the closed window (:meth:`finish`).
     """
+
+    name: ClassVar[str] = "sharing"
+    optional: ClassVar[bool] = False
+    empty: ClassVar[None] = None
 
     trace_dir: str | None = None
     timeline: str | None = None
@@ -56,13 +62,27 @@ class Sharing:
     capture: Any = None
     wall0: float = 0.0
     perf0: float = 0.0
+    #: what the capture saw, once :meth:`stop` ran
+    result: Any = None
 
     @property
     def wants_regions(self) -> bool:
         """The timeline needs the profiler's runs of compiled code."""
         return self.timeline is not None
 
-    def start(self) -> None:
+    def failure_note(self, err: BaseException) -> str:
+        return f"not shared: {type(err).__name__}: {err}"
+
+    def uninstall(self) -> None:
+        """Nothing stays installed: the capture stops with its block."""
+
+    def stop(self, mark: Any = None, error: BaseException | None = None) -> Any:
+        """Stop the capture (once): what it saw, kept for :meth:`finish`."""
+        if self.capture is not None:
+            self.result, self.capture = self.capture.stop(), None
+        return self.result
+
+    def start(self, context: Any = None) -> None:
         from ..probe.trace import TraceCapture, wall_and_perf
 
         path = None
@@ -81,7 +101,7 @@ class Sharing:
         """Stop the trace; run tlparse on it; write the timeline of ``report``.
         Returns what was written and the notes to add. A failure here becomes
         a note: the cell's report is never lost to it."""
-        result = self.capture.stop() if self.capture is not None else None
+        result = self.stop()
         if result is None:
             return Shared(), []
         notes: list[str] = []
