@@ -2,9 +2,12 @@
 
 The options are declared once, with their help, in :mod:`stance_magic.options`
 (``%stance?`` is generated from the parser), with the one table of which
-options each form of the magic accepts, checked before anything runs. A
-cell's code runs as IPython runs it (:mod:`stance_magic.execution`) and
-results are shown by :mod:`stance_magic.display`. :class:`StanceMagics` is a traitlets
+options each form of the magic accepts, checked before anything runs. The
+line forms (``%stance NAME``, ``%stance watch``, ``%stance history``, ...) are
+plain functions of :mod:`stance_magic.commands`; the magic parses the line and
+hands it to one. A cell's code runs as IPython runs it
+(:mod:`stance_magic.execution`) and results are shown by
+:mod:`stance_magic.display`. :class:`StanceMagics` is a traitlets
 ``Configurable``: ``%config StanceMagics.default_repeat = 10``, or
 ``c.StanceMagics.default_repeat = 10`` in ``ipython_config.py``.
 """
@@ -21,15 +24,13 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Bool, Int, TraitError, observe, validate
 
-from .display import can_show_images, display_text, notice, show
-from .engine import Engine, get_engine, reset_note
+from .commands import LINE_COMMANDS, ranks_line, session_line, warn_before_running
+from .display import notice, show
+from .engine import Engine, get_engine
 from .execution import compile_cell
 from .notebook import cell_number
 from .options import (
-    BUNDLE_USAGE,
-    CACHE_USAGE,
     COMMANDS,
-    PRECOMPILE_USAGE,
     declare,
     finish_help,
     form_of,
@@ -39,7 +40,7 @@ from .options import (
 )
 from .probe import CompiledRegionError, TorchSupportError
 from .spec import MeasureSpec
-from .stance import Stance, StanceError, make_stance, supported_stances
+from .stance import StanceError, make_stance, supported_stances
 
 
 class _View(Protocol):
@@ -262,183 +263,13 @@ class StanceMagics(Magics):
         hidden = self.shell.user_ns_hidden
         return {k: v for k, v in self.shell.user_ns.items() if k not in hidden}
 
-    # -- line forms -----------------------------------------------------------
+    # -- line forms (stance_magic.commands does them) ---------------------------
     def _line(self, args: Any, form: str) -> Any:
-        words = args.words
-        if form == "ranks":
-            return self._line_ranks(args)
         if form in COMMANDS:
-            return getattr(self, f"_cmd_{form}")(args, words[1:])
-        if not words:
-            if args.skip_guard_eval_unsafe or args.backend:
-                stance = make_stance(
-                    None,
-                    args.skip_guard_eval_unsafe,
-                    args.backend,
-                    self._namespace(args),
-                    base=self.engine.session,
-                )
-                return self._set_session(stance, args.quiet)
-            s = self.engine.session
-            print(
-                f"session stance: {s.name} (skip_guard_eval_unsafe="
-                f"{s.skip_guard_eval_unsafe}, backend={s.backend_name})"
-            )
-            return None
-        stance = make_stance(
-            words[0], args.skip_guard_eval_unsafe, args.backend, self._namespace(args)
-        )
-        return self._set_session(stance, args.quiet)
-
-    def _line_ranks(self, args: Any) -> None:
-        """``%stance [STANCE] --ranks``: set STANCE (if given) on this rank,
-        then gather every rank's session stance; rank 0 prints one line."""
-        from . import ranks
-
-        words = args.words
-        if not ranks.process_group_ready():
-            raise UsageError(f"%stance --ranks: {ranks.NO_GROUP}")
-        previous = None
-        if words or args.skip_guard_eval_unsafe or args.backend:
-            stance = make_stance(
-                words[0] if words else None,
-                args.skip_guard_eval_unsafe,
-                args.backend,
-                self._namespace(args),
-                base=self.engine.session,
-            )
-            self._warn_before_running(stance)
-            previous = self.engine.set_session(stance).nested_text()
-        stances = ranks.session_stances(self.engine.session)
-        if stances is not None and not args.quiet:
-            later = " after this cell" if self.engine.in_cell else ""
-            print(ranks.stances_line(stances, previous) + later)
-
-    def _set_session(self, stance: Stance, quiet: bool) -> None:
-        self._warn_before_running(stance)
-        previous = self.engine.set_session(stance)
-        if not quiet:
-            later = " after this cell" if self.engine.in_cell else ""
-            print(f"session stance: {stance} (was: {previous.nested_text()}){later}")
-
-    def _warn_before_running(self, stance: Stance) -> None:
-        """What the user should know before running under ``stance`` (each
-        once a session): skip_guard_eval_unsafe's risk, this torch's defects."""
-        for msg in (
-            self.engine.take_skip_guard_warning(stance),
-            self.engine.take_torch_warning(stance),
-        ):
-            if msg:
-                print(f"stance_magic: {msg}", file=sys.stderr)
-
-    def _cmd_watch(self, args: Any, rest: list[str]) -> None:
-        if not rest:
-            print(f"watch is {'on' if self.engine.watch else 'off'}")
-            return
-        self.engine.set_watch(rest[0] == "on")
-        if not args.quiet:
-            what = (
-                "every cell that compiles gets a report, and every cell that calls "
-                "torch.compile'd code a row in %stance history"
-                if rest[0] == "on"
-                else "only %%stance cells are reported"
-            )
-            print(f"watch {rest[0]}: {what}")
-
-    def _cmd_history(self, args: Any, rest: list[str]) -> Any:
-        from . import export
-        from .render import History
-
-        hist = History(self.engine.history)
-        try:
-            written = export.write_exports(hist, args.csv, args.json)
-        except export.ExportError as err:
-            raise UsageError(f"%stance history: {err}") from None
-        if not args.quiet:
-            rows = f"{len(hist)} row{'s' if len(hist) != 1 else ''}"
-            for path in written:
-                print(f"wrote {rows} to {path}")
-        if args.plot and not args.no_plot:
-            if can_show_images():
-                from .plots import history_figure, show_figure
-
-                display_text(str(hist), hist._repr_html_())
-                show_figure(
-                    history_figure(hist), text=f"[session history chart: {len(hist)} cells]"
-                )
-                return None
-            print(
-                "stance_magic: no chart: this front end shows text only (a terminal "
-                "IPython); the table follows, and Jupyter draws the chart"
-            )
-            return hist
-        if written:
-            return None  # the one line above says what was written
-        return hist
-
-    def _cmd_breaks(self, args: Any, rest: list[str]) -> Any:
-        from .render import BreakList
-
-        return BreakList.of(self.engine.history)
-
-    def _cmd_reset(self, args: Any, rest: list[str]) -> None:
-        self.engine.reset_compiled_code()
-        if not args.quiet:
-            print(reset_note(self.engine.session))
-
-    def _cmd_bundle(self, args: Any, rest: list[str]) -> None:
-        """``%stance bundle PATH``: the last measured cell, zipped for a bug report."""
-        from .share import BundleError, bundle
-
-        if len(rest) != 1:
-            raise StanceError(BUNDLE_USAGE)
-        if not self.engine.history:
-            raise StanceError("%stance bundle: no measured cell yet (run a %%stance cell first)")
-        try:
-            line = bundle(rest[0], self.engine.history[-1])
-        except BundleError as err:
-            raise StanceError(f"%stance bundle: {err}") from None
-        if not args.quiet:
-            print(line)
-
-    def _cmd_cache(self, args: Any, rest: list[str]) -> Any:
-        """``%stance cache save PATH`` / ``%stance cache load PATH`` (see stance_magic.warm)."""
-        from . import warm
-
-        if rest[:1] == ["precompile"]:
-            return self._cmd_precompile(args, rest[1:])
-        if len(rest) != 2 or rest[0] not in ("save", "load"):
-            raise UsageError(CACHE_USAGE)
-        try:
-            info = (warm.save_cache if rest[0] == "save" else warm.load_cache)(rest[1])
-        except warm.WarmStartError as err:
-            raise UsageError(f"%stance cache {rest[0]}: {err}") from None
-        if not args.quiet:
-            display_text(str(info), info._repr_html_())
-        return None
-
-    def _cmd_precompile(self, args: Any, rest: list[str]) -> None:
-        """``%stance cache precompile [on|off]`` (see stance_magic.warm.precompile)."""
-        from . import warm
-
-        if len(rest) > 1 or (rest and rest[0] not in ("on", "off")):
-            raise UsageError(PRECOMPILE_USAGE)
-        on = None if not rest else rest[0] == "on"
-        try:
-            line = warm.precompile(on)
-        except warm.WarmStartError as err:
-            raise UsageError(f"%stance cache precompile: {err}") from None
-        if not args.quiet:
-            print(line)
-
-    def _cmd_panel(self, args: Any, rest: list[str]) -> Any:
-        from .widget import PanelUnavailable, panel
-
-        try:
-            return panel(engine=self.engine, shell=self.shell)
-        except PanelUnavailable as err:
-            print(f"stance_magic: {err}", file=sys.stderr)
-            return None
+            return LINE_COMMANDS[form](self.engine, self.shell, args, args.words[1:])
+        if form == "ranks":
+            return ranks_line(self.engine, args, self._namespace(args))
+        return session_line(self.engine, args, self._namespace(args))
 
     # -- the cell form --------------------------------------------------------
     def _show_later(self, obj: Any, args: Any) -> None:
@@ -473,7 +304,7 @@ class StanceMagics(Magics):
         number = cell_number(self.shell)
         run = compile_cell(self.shell, cell, number)
         for s in stances if stance is None else [stance]:
-            self._warn_before_running(s)
+            warn_before_running(self.engine, s)
         announce: bool | Callable[[str], None] = False if args.quiet else notice
         spec = MeasureSpec(
             stance=stance,

@@ -1,0 +1,195 @@
+"""The stance panel's controls: the state logic the tests drive.
+
+:class:`PanelControls` sets the controls from the engine without calling
+the engine back (:meth:`~PanelControls._sync_controls`), and turns a change
+made in them into a call of the engine (:meth:`~PanelControls._apply_controls`,
+as ``%stance NAME`` does): a request torch would refuse is explained and the
+controls go back to the engine's state. It keeps no copy of the state: what
+the controls show is what the engine says. The one line of messages under
+the controls is written here (:meth:`~PanelControls._say`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+from typing import TYPE_CHECKING, Any, Iterator
+
+from .engine import SKIP_GUARD_WARNING
+from .notebook import sent_before
+from .probe import CompiledRegionError, TorchSupportError
+from .stance import Stance, StanceError
+from .widget_tree import COMMON_BACKENDS, NO_BACKEND
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+__all__ = ["CLOCK_SLACK_S", "PanelControls"]
+
+#: How far the browser's clock may be behind the kernel's before a change
+#: made just after a cell ended reads as made while it ran.
+CLOCK_SLACK_S = 0.25
+
+_ERRORS = (StanceError, TorchSupportError, CompiledRegionError)
+
+
+def _backend_key(backend: Any) -> Any:
+    return NO_BACKEND if backend is None else backend
+
+
+class PanelControls:
+    """The controls of :class:`~stance_magic.widget.StancePanel`, both ways:
+    engine to panel (``_sync_*``) and panel to engine (``_on_*``, from the
+    widgets' observers)."""
+
+    _engine: Engine
+    _syncing: bool
+    # the widgets (made by widget_tree.PanelTree)
+    _stance: Any
+    _backend: Any
+    _backend_note: Any
+    _skip_guard: Any
+    _skip_warning: Any
+    _watch: Any
+    _trace_next: Any
+    _message: Any
+    if TYPE_CHECKING:
+
+        def requested(self) -> Stance: ...
+
+    @contextlib.contextmanager
+    def _quiet(self) -> Iterator[None]:
+        """Set controls from the engine without calling the engine back."""
+        before, self._syncing = self._syncing, True
+        try:
+            yield
+        finally:
+            self._syncing = before
+
+    def _sync_controls(self, stance: Stance) -> None:
+        with self._quiet():
+            if stance.name not in self._stance.options:  # a stance added to torch later
+                self._stance.options = [*self._stance.options, stance.name]
+            self._stance.value = stance.name
+            options = self._backend_options(stance.backend)
+            if list(self._backend.options) != options:
+                self._backend.options = options
+            self._backend.value = _backend_key(stance.backend)
+            self._skip_guard.value = stance.skip_guard_eval_unsafe
+        self._update_enabled()
+        self._update_skip_warning()
+
+    def _sync_watch(self, on: bool) -> None:
+        with self._quiet():
+            self._watch.value = on
+        self._watch.button_style = "info" if on else ""
+
+    def _backend_options(self, current: Any = None) -> list[tuple[str, Any]]:
+        from . import probe
+
+        try:
+            names = probe.usable_backends()
+        except _ERRORS:  # pragma: no cover - torch too old: the dropdown says so
+            names = []
+        first = [n for n in COMMON_BACKENDS if n in names]
+        rest = sorted(n for n in names if n not in first)
+        options: list[tuple[str, Any]] = [(NO_BACKEND, NO_BACKEND)]
+        options += [(n, n) for n in first + rest]
+        if current is not None and not isinstance(current, str):
+            label = Stance(backend=current).backend_name or "callable"
+            options.append((f"{label} (callable)", current))
+        elif isinstance(current, str) and current not in names:
+            options.append((current, current))
+        return options
+
+    def _update_enabled(self) -> None:
+        default = self._stance.value == "default"
+        self._backend.disabled = not default
+        self._backend_note.layout.display = "none" if default else None
+
+    def _update_skip_warning(self) -> None:
+        if self._skip_guard.value:
+            self._skip_warning.value = (
+                f'<div class="sm-warn">⚠ {html.escape(SKIP_GUARD_WARNING)}</div>'
+            )
+            self._skip_warning.layout.display = None
+        else:
+            self._skip_warning.value = ""
+            self._skip_warning.layout.display = "none"
+
+    # -- panel -> engine -------------------------------------------------------
+    def _on_stance(self, change: dict[str, Any]) -> None:
+        if self._syncing:
+            return
+        note = None
+        if change["new"] != "default" and self._backend.value != NO_BACKEND:
+            dropped = self._backend.label
+            with self._quiet():
+                self._backend.value = NO_BACKEND
+            note = f"backend {dropped} dropped: torch forces a backend only with the default stance"
+        self._update_enabled()
+        self._apply_controls(note)
+
+    def _on_backend(self, change: dict[str, Any]) -> None:
+        if not self._syncing:
+            self._apply_controls()
+
+    def _on_skip_guard(self, change: dict[str, Any]) -> None:
+        self._update_skip_warning()
+        if not self._syncing:
+            self._apply_controls()
+
+    def _on_watch(self, change: dict[str, Any]) -> None:
+        if not self._syncing:
+            self._engine.set_watch(bool(change["new"]))
+            self._sync_watch(self._engine.watch)
+
+    def _on_trace_next(self, change: dict[str, Any]) -> None:
+        if not self._syncing:
+            from .share import PANEL_TRACE_DIR
+
+            self._engine.set_trace_next(PANEL_TRACE_DIR if change["new"] else None)
+
+    def _on_trace_next_event(self, directory: str | None, traced: str | None = None) -> None:
+        with self._quiet():
+            self._trace_next.value = directory is not None
+        self._trace_next.button_style = "info" if directory is not None else ""
+        if directory is not None:
+            self._say(f"the next cell that runs is traced to {directory}/ (and parsed by tlparse)")
+        elif traced is not None:
+            self._say(f"this cell is traced to {traced}/: its report says where the trace is")
+        else:
+            self._say("trace next cell: off")
+
+    def _on_reset(self, button: Any = None) -> None:
+        try:
+            self._engine.reset_compiled_code()
+        except _ERRORS as err:
+            self._say(str(err), error=True)
+
+    def _apply_controls(self, note: str | None = None) -> None:
+        """Make what the controls show the session stance, as ``%stance`` does;
+        a request torch would refuse is explained and the controls go back to
+        the engine's state. What happened is said in every open panel."""
+        held_back = sent_before(self._engine.cells.last_end, CLOCK_SLACK_S)
+        try:
+            stance = self.requested()
+            self._engine.take_skip_guard_warning(stance)
+            previous = self._engine.set_session(stance)
+        except _ERRORS as err:
+            self._sync_controls(self._engine.session)
+            self._say(f"not applied: {err}", error=True)
+            return
+        text = f"session stance: {stance} (was: {previous.nested_text()})"
+        if self._engine.deferring:
+            text += " from the next cell (a cell is running)"
+        elif held_back:
+            text += (
+                f"; chosen while a cell was running (it ran under {previous.nested_text()}): "
+                "applies from the next cell"
+            )
+        self._engine.announce(f"{note}; {text}" if note else text)
+
+    def _say(self, text: str, error: bool = False) -> None:
+        cls = "sm-msg-error" if error else "sm-msg"
+        self._message.value = f'<span class="{cls}">{html.escape(text)}</span>'

@@ -1,0 +1,150 @@
+"""The stance panel's live area: the last measured cell, its report and a chart.
+
+:class:`LiveArea` is the collapsible area under the controls. Its header is
+a one-line summary of the last measured cell that used compiled code (the
+only thing a collapsed panel updates); opened, it shows that cell's report
+(as the shell's formatter makes it) and a chart of the cells that compiled,
+failed or changed stance, drawn only while the area is open, only when a
+cell changed something, and after the cell's reply where a kernel's event
+loop allows.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+from .render import summary_line
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .report import CellReport
+    from .stance import Stance
+
+__all__ = ["LiveArea"]
+
+
+def _shown_in_panel(rep: CellReport, previous: CellReport | None) -> bool:
+    """Whether the panel's live area describes a watched cell: it is worth
+    showing, or it ran compiled code (warm hits included)."""
+    return bool(rep.cache_hits or rep.compiled_calls) or rep.worth_showing(previous)
+
+
+class LiveArea:
+    """The live area of :class:`~stance_magic.widget.StancePanel`: what a
+    report from the engine changes in it, and when it is drawn."""
+
+    _engine: Engine
+    _shell: Any
+    _closed: bool
+    _cell_stance: Stance | None
+    _shown: CellReport | None
+    _report_stale: bool
+    _chart_stale: bool
+    _chart_pending: bool
+    # the widgets (made by widget_tree.PanelTree)
+    _live: Any
+    _report: Any
+    _chart: Any
+    _chart_note: Any
+    if TYPE_CHECKING:
+
+        @property
+        def expanded(self) -> bool: ...
+
+    def _show_latest(self) -> None:
+        """Describe the last report of the engine's history that the panel
+        would have shown (a panel opened after some cells ran)."""
+        history = self._engine.history
+        for i in range(len(history) - 1, -1, -1):
+            if _shown_in_panel(history[i], history[i - 1] if i else None):
+                self._show(history[i])
+                break
+
+    def _on_report(self, rep: CellReport) -> None:
+        stance_cell, self._cell_stance = self._cell_stance, None
+        history = self._engine.history
+        previous = history[-2] if len(history) > 1 and history[-1] is rep else None
+        if stance_cell is None and not _shown_in_panel(rep, previous):
+            return  # a watched cell that used no compiled code: nothing to show
+        self._show(rep, own=stance_cell, chart=rep.worth_showing(previous))
+
+    def _show(self, rep: CellReport, own: Stance | None = None, chart: bool = True) -> None:
+        """Describe ``rep`` in the summary; fill in the report (and redraw the
+        chart, if ``chart``) now when the live area is open, else on opening."""
+        session = self._engine.session
+        self._shown = rep
+        self._live.set_title(0, summary_line(rep, session if own is not None else None))
+        self._report_stale = True
+        self._chart_stale = self._chart_stale or chart
+        if self.expanded:
+            self._fill()
+
+    def _on_open(self, change: dict[str, Any]) -> None:
+        if change["new"] == 0:
+            self._fill()
+
+    def _fill(self) -> None:
+        if self._report_stale and self._shown is not None:
+            self._report_stale = False
+            # ipywidgets' HTML has the line height of a form control: a table
+            # reads better at the notebook's own.
+            html_text = self._report_html(self._shown)
+            self._report.value = f'<div style="line-height:1.4">{html_text}</div>'
+        if self._chart_stale:
+            self._schedule_chart()
+
+    def _report_html(self, rep: CellReport) -> str:
+        """The report's HTML as the shell's formatter makes it (so it follows
+        the session's ``StanceMagics.max_details``), else its own."""
+        formatters = getattr(self._shell, "display_formatter", None)
+        if formatters is not None:
+            html_text: str | None = formatters.formatters["text/html"](rep)
+            if html_text:
+                return html_text
+        return rep._repr_html_()
+
+    def _schedule_chart(self) -> None:
+        """Draw the chart after the running cell's reply when a kernel's event
+        loop runs this cell (several reports then make one drawing), else now."""
+        if self._chart_pending:
+            return
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._draw_chart()
+            return
+        self._chart_pending = True
+        loop.call_soon(self._draw_chart)
+
+    def _draw_chart(self) -> None:
+        self._chart_pending = False
+        if self._closed or not self._chart_stale:
+            return
+        self._chart_stale = False
+        try:
+            from .plots import history_png
+
+            png = history_png(self._engine.history, cache_key=id(self._engine))
+        except ImportError as err:
+            self._chart.layout.display = "none"
+            self._chart_note.value = (
+                f'<i class="sm-hint">no chart: {html.escape(str(err))} (pip install matplotlib)</i>'
+            )
+            return
+        except Exception as err:  # a chart must never break a cell
+            self._chart.layout.display = "none"
+            self._chart_note.value = f'<i class="sm-hint">no chart: {html.escape(repr(err))}</i>'
+            return
+        if png is None:
+            self._chart.layout.display = "none"
+            self._chart_note.value = (
+                '<i class="sm-hint">No cell has compiled, failed or changed stance yet.</i>'
+            )
+            return
+        if self._chart.value != png:
+            self._chart.value = png
+        self._chart.layout.display = None
+        self._chart_note.value = ""
