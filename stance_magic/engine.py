@@ -11,11 +11,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable
 
 from . import probe
 from .cells import CellTracker
 from .measurement import Measured, Measurement
+from .observers import Observers
 from .spec import MeasureSpec
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ SKIP_GUARD_WARNING = (
 )
 
 
-class Engine:
+class Engine(Observers):
     """Owns the session stance, the cell stance, the measuring and the history.
 
     Front ends (magics, panel) call its methods and subscribe with
@@ -100,9 +101,7 @@ class Engine:
         self.watch = False
         #: the front end's running cells, which the magics and panels share
         self.cells = CellTracker(self.cell_started, self.cell_ended)
-        self._listeners: list[Callable[[str, Any], None]] = []
-        #: a listener -> the only events it is told of (see observe)
-        self._only: dict[Callable[[str, Any], None], frozenset[str]] = {}
+        Observers.__init__(self)
         #: open applied() blocks (a %%stance cell's stance, measure()); the
         #: front end's running cells are counted by self.cells
         self._cell_depth = 0
@@ -125,38 +124,6 @@ class Engine:
         #: what every measurement reads time from (seconds); tests set a fake
         #: one with :meth:`use_clock`
         self.clock: Callable[[], float] = time.perf_counter
-
-    # -- observers ---------------------------------------------------------
-    def observe(self, fn: Callable[[str, Any], None], events: Iterable[str] | None = None) -> None:
-        """Call ``fn(event, value)`` for every event, or only for ``events``."""
-        if fn not in self._listeners:
-            self._listeners.append(fn)
-        if events is not None:
-            self._only[fn] = frozenset(events)
-
-    def unobserve(self, fn: Callable[[str, Any], None]) -> None:
-        while fn in self._listeners:
-            self._listeners.remove(fn)
-        self._only.pop(fn, None)
-
-    def announce(self, text: str) -> None:
-        """Tell every front end something it should show (a ``("note", text)``
-        event): a panel uses it so that all open panels say the same thing."""
-        self._emit("note", text)
-
-    def _emit(self, event: str, value: Any) -> None:
-        if not self._listeners:
-            return
-        only = self._only
-        for fn in list(self._listeners):
-            if only and fn in only and event not in only[fn]:
-                continue
-            try:
-                fn(event, value)
-            except Exception:
-                import traceback
-
-                traceback.print_exc()
 
     # -- the session stance -----------------------------------------------
     @property
