@@ -113,7 +113,8 @@ _PUBLIC_ELSEWHERE = {"CellReport"}  # documented as stance_magic.CellReport
 def _report_members(app, what, name, obj, skip, options):  # type: ignore[no-untyped-def]
     """On the ``stance_magic.report`` page keep the report dataclasses only
     (the module also holds the builder, which is not public API)."""
-    if what != "module" or getattr(obj, "__module__", None) != "stance_magic.report":
+    module = getattr(obj, "__module__", None) or ""
+    if what != "module" or not (module + ".").startswith("stance_magic.report."):
         return None
     if name in _PUBLIC_ELSEWHERE:
         return True

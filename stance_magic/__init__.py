@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .measurement import Measured as Measured
     from .ranks import RankReport as RankReport
     from .render import BreakList, History
-    from .report import CellReport as CellReport
+    from .report.cell import CellReport as CellReport
     from .spec import MeasureSpec as MeasureSpec
     from .stance import Stance as Stance
     from .stance import StanceError as StanceError

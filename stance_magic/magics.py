@@ -180,7 +180,7 @@ class StanceMagics(Magics):
     #: IPython's formatters show them through :meth:`_text_view` and
     #: :meth:`_html_view` while the extension is loaded.
     VIEWS = (
-        ("stance_magic.report", "CellReport"),
+        ("stance_magic.report.cell", "CellReport"),
         ("stance_magic.compare", "CompareResult"),
         ("stance_magic.ranks", "RankReport"),
     )

@@ -747,8 +747,8 @@ def test_names_of_the_previous_release_read_through_with_a_warning_once():
     warning once that it moved, and give what the new name gives."""
     import warnings
 
-    from stance_magic import report as report_module
     from stance_magic.report import Budget, CellReport, CompileCaches, Lookups, Shared
+    from stance_magic.report import deprecated as report_module
 
     rep = CellReport(
         lookups=Lookups(method="in situ", seconds=2e-6, per_lookup_s=1e-6, timed=2),
