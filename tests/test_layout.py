@@ -121,8 +121,8 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_graph_is_read_from_the_code():
     graph = import_graph()
     assert {"engine", "report", "render", "probe", "magics", "stance", "text"} <= set(graph)
-    assert "probe" in graph["engine"] and "render" in graph["report"]
-    assert "report" in graph["build"] and "build" in graph["measurement"]
+    assert "probe" in graph["engine"] and "render" in package_graph()["report"]
+    assert "report" in package_graph()["build"] and "build" in graph["measurement"]
     # the test would see a new circle, a type-only import included
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import b")
