@@ -5,45 +5,18 @@ torch says *which* guard failed (``___check_obj_id(G['Block'], …)``,
 user did to make it fail and what to do about it, one line each. It reads
 torch's guard text only (plus where the object a failed identity guard names
 now was defined, which the probe reads from the frame), so it has no torch
-import. A failure it does not recognise gives no cause: the report then
-shows torch's text alone, never a guess.
+import; the wording is read by :mod:`stance_magic.probe.messages` (the
+guard's entry, tensor, sizes, names), and this module makes the words from
+what it returns. A failure it does not recognise gives no cause: the report
+then shows torch's text alone, never a guess.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-#: A Python number torch guarded as a constant: ``n == 2``, ``G['lr'] == 0.1``.
-VALUE = re.compile(r"^(?:\d+/\d+: )?(?P<name>.+?) == (?P<value>-?[\d.]+(?:e-?\d+)?)\s*$")
-#: A Python bool: ``G['DEBUG'] == False``.
-FLAG = re.compile(r"^(?:\d+/\d+: )?(?P<name>.+?) == (?P<value>True|False)\s*$")
-#: An attribute set on or removed from a global object after compiling.
-DICT = re.compile(r"___dict_contains\('(?P<attr>[^']+)', (?P<name>.+?)\.__dict__\)")
-#: An identity guard: a global class or function, an argument's type.
-IDENTITY = re.compile(r"___check_(?P<kind>obj|type)_id\((?P<expr>.+?), \d+\)")
-TENSOR = re.compile(
-    r"tensor '(?P<name>.+?)' (?:size|rank|dtype|device|requires_grad|stride|dispatch)"
-)
-#: A module's parameter or buffer, as torch names it in a guard.
-PARAMETER = re.compile(r"_(?:parameters|buffers)\[")
-SIZE = re.compile(r"size mismatch at index (?P<dim>\d+)\. expected (?P<a>\d+), actual (?P<b>\d+)")
-
-_KINDS = (
-    ("rank", re.compile(r"rank mismatch", re.I)),
-    ("dtype", re.compile(r"dtype mismatch", re.I)),
-    ("device", re.compile(r"device mismatch", re.I)),
-    ("requires_grad", re.compile(r"requires_grad mismatch", re.I)),
-    ("grad mode", re.compile(r"grad_mode", re.I)),
-    ("size", re.compile(r"size mismatch at index|size\(\)", re.I)),
-)
-
-#: torch 2.13+'s text when an entry was compiled for another backend.
-BACKEND = re.compile(r"BACKEND_MATCH failure")
-#: ``0/1: `` with nothing after it: no guard failed (torch before the
-#: BACKEND_MATCH text: the entry was made for another callback).
-ENTRY_ONLY = re.compile(r"^(?:\d+/\d+:)?\s*$")
+from . import probe
 
 #: Kinds a tensor can change in that each need a graph of their own.
 OWN_GRAPH = ("rank", "dtype", "device", "requires_grad", "grad mode")
@@ -55,19 +28,19 @@ def failure_kind(reason: str) -> str:
     Python number), ``flag`` (a bool), ``identity``, ``attribute``,
     ``backend`` (no guard failed: the entry was made for another backend or
     callback), else ``other``."""
-    if BACKEND.search(reason) or ENTRY_ONLY.match(reason):
+    if probe.names_another_backend(reason) or probe.names_no_guard(reason):
         return "backend"
-    for kind, pattern in _KINDS:
-        if pattern.search(reason):
-            return kind
+    mismatch = probe.tensor_mismatch(reason)
+    if mismatch is not None:
+        return mismatch
     text = reason.strip()
-    if FLAG.match(text):
+    if probe.guard_flag(text):
         return "flag"
-    if VALUE.match(text):
+    if probe.guard_value(text):
         return "value"
-    if IDENTITY.search(text):
+    if probe.identity_guard(text) is not None:
         return "identity"
-    if DICT.search(text):
+    if probe.dict_guard(text):
         return "attribute"
     return "other"
 
@@ -95,19 +68,9 @@ def decisive(failures: list[Any], fallback: str = "") -> tuple[str, str]:
 def guarded_name(text: str) -> tuple[str, bool]:
     """(the name a guard reads, whether it is a global) from ``G['lr'] == 0.1``,
     ``L['n'] == 2`` or ``n == 2``."""
-    m = VALUE.match(text.strip()) or FLAG.match(text.strip())
-    name = m.group("name") if m else text.strip()
-    return _plain(name)
-
-
-def _plain(name: str) -> tuple[str, bool]:
-    g = re.match(r"^G\[['\"](?P<g>[^'\"]+)['\"]\](?P<rest>.*)$", name)
-    if g:
-        return g.group("g") + g.group("rest"), True
-    loc = re.match(r"^L\[['\"](?P<l>[^'\"]+)['\"]\](?P<rest>.*)$", name)
-    if loc:
-        return loc.group("l") + loc.group("rest"), False
-    return name, False
+    guarded = probe.guard_value(text.strip()) or probe.guard_flag(text.strip())
+    name = guarded[0] if guarded else text.strip()
+    return probe.guard_name(name)
 
 
 @dataclass
@@ -134,19 +97,15 @@ class Cause:
         return f"{self.what}{n}: {self.fix}"
 
 
-#: torch's ``expected 1, actual 2`` in a tensor guard's text.
-EXPECTED = re.compile(r"expected (?P<a>[^,]+), actual (?P<b>\S+)")
-
-
-def _size_change(m: re.Match[str] | None) -> str:
+def _size_change(size: tuple[str, str, str] | None) -> str:
     """``size(0) 8 → 16`` from a size mismatch ("" without one)."""
-    return f"size({m.group('dim')}) {m.group('a')} → {m.group('b')}" if m else ""
+    return f"size({size[0]}) {size[1]} → {size[2]}" if size else ""
 
 
 def _expected_actual(body: str) -> str:
     """``1 → 2`` from torch's ``expected 1, actual 2`` ("" without it)."""
-    m = EXPECTED.search(body)
-    return f"{m.group('a').strip()} → {m.group('b').strip().rstrip('.')}" if m else ""
+    found = probe.expected_actual(body)
+    return f"{found[0]} → {found[1]}" if found else ""
 
 
 def identify(
@@ -165,11 +124,10 @@ def identify(
     ``eager_then_compile``; see ``probe.delayed_callback_unlinked``).
     """
     text = guard.split("  ← ")[0].strip()
-    body = text.split(": ", 1)[1] if re.match(r"^\d+/\d+: ", text) else text
-    entry = text.split(":", 1)[0] if re.match(r"^\d+/\d+:", text) else ""
+    entry, body = probe.guard_entry(text)
     of_entry = f" (the entry {entry} was compiled for the one before)" if entry else ""
     kind = failure_kind(body)
-    if kind == "backend" and unlinked_stance and not BACKEND.search(body):
+    if kind == "backend" and unlinked_stance and not probe.names_another_backend(body):
         return Cause(
             "callback",
             unlinked_stance,
@@ -191,11 +149,10 @@ def identify(
             "compile each function once, with one backend (reuse the compiled object)",
             text,
         )
-    tensor = TENSOR.search(body)
-    tname = tensor.group("name") if tensor else "an input"
-    if kind == "size" and PARAMETER.search(tname):
-        m = SIZE.search(body)
-        change = f"dimension {m.group('dim')}: {m.group('a')} → {m.group('b')}" if m else body
+    tname = probe.guard_tensor(body) or "an input"
+    if kind == "size" and probe.is_parameter(tname):
+        m = probe.size_mismatch(body)
+        change = f"dimension {m[0]}: {m[1]} → {m[2]}" if m else body
         return Cause(
             "parameter",
             tname,
@@ -208,13 +165,13 @@ def identify(
             change=_size_change(m),
         )
     if kind == "size":
-        m = SIZE.search(body)
-        change = f"dimension {m.group('dim')}: {m.group('a')} → {m.group('b')}" if m else body
+        m = probe.size_mismatch(body)
+        change = f"dimension {m[0]}: {m[1]} → {m[2]}" if m else body
         return Cause(
             kind,
             tname,
             f"a changing size (`{tname}`, {change})",
-            f"torch._dynamo.mark_dynamic({tname}, {m.group('dim') if m else 'dim'}), "
+            f"torch._dynamo.mark_dynamic({tname}, {m[0] if m else 'dim'}), "
             "%%stance eager_then_compile, or torch.compile(dynamic=True) serve every size "
             "with one graph",
             text,
@@ -224,7 +181,7 @@ def identify(
         return Cause(
             kind,
             tname,
-            f"`{tname}` changed its {kind} ({body.split('. ', 1)[-1]})",
+            f"`{tname}` changed its {kind} ({probe.mismatch_detail(body)})",
             f"each {kind} needs a graph of its own: keep it fixed if the change is not intended",
             text,
             change=_expected_actual(body),
@@ -242,7 +199,7 @@ def identify(
     name, is_global = guarded_name(body) if kind in ("value", "flag") else ("", False)
     if kind == "value" and is_global and "." in name:
         owner, _, attr = name.partition(".")
-        value = VALUE.match(body).group("value")  # type: ignore[union-attr]
+        value = probe.guard_value(body)[1]  # type: ignore[index]
         return Cause(
             "attribute",
             name,
@@ -253,7 +210,7 @@ def identify(
             text,
         )
     if kind == "value":
-        value = (VALUE.match(body) or FLAG.match(body)).group("value")  # type: ignore[union-attr]
+        value = (probe.guard_value(body) or probe.guard_flag(body))[1]  # type: ignore[index]
         number = "float" if "." in value or "e" in value else "int"
         if is_global:
             return Cause(
@@ -279,16 +236,15 @@ def identify(
         return Cause(
             kind,
             name,
-            f"the {where} `{name}` changed (the entry has {body.split(' == ')[-1]}); torch "
+            f"the {where} `{name}` changed (the entry has {probe.compared_to(body)}); torch "
             "resolved what it controls when it compiled",
             "each value has a graph of its own: fine if it changes rarely, else pass it as "
             "an argument",
             text,
         )
     if kind == "attribute":
-        m = DICT.search(body)
-        owner, _ = _plain(m.group("name"))  # type: ignore[union-attr]
-        attr = m.group("attr")  # type: ignore[union-attr]
+        attr, obj = probe.dict_guard(body)  # type: ignore[misc]
+        owner, _ = probe.guard_name(obj)
         return Cause(
             kind,
             f"{owner}.{attr}",
@@ -299,9 +255,8 @@ def identify(
             text,
         )
     if kind == "identity":
-        m = IDENTITY.search(body)
-        expr = m.group("expr")  # type: ignore[union-attr]
-        found = (defined or {}).get(expr)
+        expr = probe.identity_guard(body)
+        found = (defined or {}).get(expr) if expr is not None else None
         if found is None:
             return None
         name, where, thing = found

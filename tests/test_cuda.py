@@ -518,7 +518,7 @@ def test_graphs_recorded_after_a_size_recompile_count_as_new_sizes():
         compile_id="0/1",
     )
     closed = _closed(CudagraphWindow(recordings=recs))
-    from stance_magic import build
+    from stance_magic.build import cudagraphs as build
 
     cg = build._cudagraphs(closed, [], [size])
     assert (cg.recorded, cg.for_new_sizes) == (2, 1)
@@ -620,7 +620,7 @@ def test_a_run_time_skip_from_a_cached_graph_names_the_line_compiled_here(sh):
 def test_a_skip_inside_a_helper_of_another_file_keeps_torchs_line(tmp_path):
     """The line torch names is kept when the frame compiled here does not hold
     that code (a helper inlined from another file, or code that changed)."""
-    from stance_magic.build import _line_in_frame
+    from stance_magic.build.places import _line_in_frame
 
     f = tmp_path / "model.py"
     f.write_text(

@@ -195,7 +195,7 @@ def test_the_estimate_is_stratified_first_lookups_and_spot_checks():
     """A cell's first lookups are slower (cold caches): they stand for
     themselves, and each spot check for its share of the counted-only ones,
     so the total and the median follow the later lookups."""
-    from stance_magic.build import _lookup_estimate, _weighted_median
+    from stance_magic.build.lookups import _lookup_estimate, _weighted_median
     from stance_magic.probe import Target
 
     first = [10e-6] * 64
@@ -228,7 +228,7 @@ def test_a_calibrated_cells_profiled_calls_stand_for_themselves_by_their_events(
     first, 4 of them slow; the 12 profiled ones are the 4 events' (3 each),
     so the median is the steady lookup, not the first calls'. Unbounded (no
     share), the events are not the same measure as the spans: left out."""
-    from stance_magic.build import _lookup_estimate, _weighted_median
+    from stance_magic.build.lookups import _lookup_estimate, _weighted_median
     from stance_magic.probe import Target
 
     spans = [300e-6, 150e-6, 100e-6, 90e-6, 56e-6, 55e-6, 55e-6, 54e-6]

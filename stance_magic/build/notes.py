@@ -1,0 +1,45 @@
+"""The report's notes: how the window ended or what it could not see, in a
+line each (a stance the cell set, a reset, the counters fallback for graph
+breaks, a dimension marked dynamic that the code specialized, memory's and
+the profiler's own notes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import probe
+from .closed import Closed
+
+
+def _notes(
+    closed: Closed, figures: Sequence[probe.MemoryFigure], error: BaseException | None
+) -> list[str]:
+    window = closed.window
+    notes = []
+    block = closed.stance.name
+    own = sorted(s for s in window.call_stances if s and s != block)
+    if own:
+        notes.append(
+            f"the cell's own code set a stance: calls ran under {' and '.join(own)} too "
+            "(each call counts under the stance in force when it was made)"
+        )
+    if window.reset_seen:
+        notes.append(
+            "torch.compiler.reset() ran in this cell: the figures cover compiles before "
+            "and after it (torch restarts compile ids at 0/0)"
+        )
+    if window.break_source == "counters":
+        notes.append(
+            "graph breaks counted from torch's counters (this torch has no graph_breaks "
+            "log artifact): some kinds of break are missed"
+        )
+    if error is not None and type(error).__name__ == "ConstraintViolationError":
+        notes.append(
+            "a dimension marked dynamic (mark_dynamic) was specialized by the code, so "
+            f"torch refused to compile: {probe.constraint_detail(str(error))}"
+        )
+    notes.extend(fig.note for fig in figures if fig.note)
+    if closed.profiler_error:
+        notes.append(closed.profiler_error)
+    notes.extend(closed.notes)
+    return notes
