@@ -368,7 +368,7 @@ def test_no_private_helpers_read_across_modules():
     assert found == {}
     # the check sees both kinds
     tree = ast.parse("from . import probe\nprobe._torch_str()\nprobe.monitoring.X")
-    assert len(_private_attribute_reads("build", tree, names)) == 2
+    assert len(_private_attribute_reads("measurement", tree, names)) == 2
 
 
 def test_no_private_names_handed_on():
