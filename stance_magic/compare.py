@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import probe
 from .render import MAX_DETAILS, html_table, report_html, report_text, text_table
+from .render.labels import LOOKUPS_COLUMN
 from .report import CellReport, Comparison
 from .spec import MeasureSpec
 from .stance import Stance
@@ -326,7 +327,7 @@ class SweepResult:
     def head(self) -> tuple[str, ...]:
         if not self.memory:
             return self.HEAD
-        i = self.HEAD.index("guards") + 1
+        i = self.HEAD.index(LOOKUPS_COLUMN) + 1
         return (*self.HEAD[:i], "peak mem", *self.HEAD[i:])
 
     HEAD = (
@@ -336,7 +337,7 @@ class SweepResult:
         "compiles",
         "recompiles",
         "hits/misses",
-        "guards",
+        LOOKUPS_COLUMN,
         "fallbacks/refused",
         "error",
     )

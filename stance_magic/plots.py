@@ -11,6 +11,7 @@ import base64
 import io
 from typing import TYPE_CHECKING, Any, Sequence
 
+from .render.labels import CACHE_LOOKUPS as LOOKUPS
 from .stance import stance_text
 from .text import cell_label, fmt_bytes, fmt_s
 from .text import plural as _n
@@ -115,7 +116,7 @@ def report_figure(rep: Any) -> Figure:
         [
             ("eager run", COLORS["eager"], [v * scale for v in eager]),
             ("compile", COLORS["compile"], [v * scale for v in comp]),
-            ("cache lookups (guards)", COLORS["guard"], [v * scale for v in guard]),
+            (LOOKUPS, COLORS["guard"], [v * scale for v in guard]),
             ("execution", COLORS["run"], [v * scale for v in exe]),
         ],
     )
@@ -151,7 +152,7 @@ def compare_figure(result: Any) -> Figure:
         [
             ("eager run", COLORS["eager"], [eager[0] * scale, 0.0]),
             ("compile", COLORS["compile"], [0.0, compile_first * scale]),
-            ("execution + guards", COLORS["run"], [0.0, (first_c - compile_first) * scale]),
+            (f"execution + {LOOKUPS}", COLORS["run"], [0.0, (first_c - compile_first) * scale]),
         ],
     )
     ax.set_xlabel(f"first run ({unit})")
@@ -197,7 +198,7 @@ def sweep_figure(result: Any) -> Figure:
         labels,
         [
             ("compile", COLORS["compile"], comp),
-            ("cache lookups", COLORS["guard"], guard),
+            (LOOKUPS, COLORS["guard"], guard),
             ("execution", COLORS["run"], exe),
         ],
     )
@@ -316,7 +317,7 @@ def history_figure(
     transparent: bool = False,
 ) -> Figure:
     """The session across cells: one stacked bar per cell that changed
-    something (compile, guard evaluation, the rest of the wall time), with its
+    something (compile, cache lookups, the rest of the wall time), with its
     wall time, recompiles, graph breaks and failures written above it, the
     stance of each run of cells in a band on top and IPython's ``In [M]``
     under it. Only the last cells that fit ``width_px`` are drawn (see
@@ -499,7 +500,7 @@ def history_figure(
 
     handles = [
         Patch(color=COLORS["compile"], label="compile"),
-        Patch(color=COLORS["guard"], label="guards"),
+        Patch(color=COLORS["guard"], label=LOOKUPS),
         Patch(color=COLORS["run"], label="rest of the cell"),
     ]
     fig.legend(
@@ -570,7 +571,7 @@ MAX_RANK_BARS = 32
 
 def ranks_figure(view: Any, max_bars: int = MAX_RANK_BARS) -> Figure:
     """Across ranks (a :class:`~stance_magic.ranks.RankReport`): one bar per rank
-    (compile, guard evaluation, execution), flagged ranks in red, a dashed line
+    (compile, cache lookups, execution), flagged ranks in red, a dashed line
     at the slowest compile; over ``max_bars`` ranks, compile time per rank as
     points."""
     rows = view.rows
@@ -602,7 +603,7 @@ def ranks_figure(view: Any, max_bars: int = MAX_RANK_BARS) -> Figure:
         labels,
         [
             ("compile", COLORS["compile"], [r.compile_s * scale for r in rows]),
-            ("guard evaluation", COLORS["guard"], [(r.lookup_s or 0.0) * scale for r in rows]),
+            (LOOKUPS, COLORS["guard"], [(r.lookup_s or 0.0) * scale for r in rows]),
             (
                 "execution",
                 COLORS["run"],

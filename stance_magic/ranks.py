@@ -240,7 +240,7 @@ class RankReport:
         return shown_rows(self)
 
     def figure(self) -> Figure:
-        """Compile, guard evaluation and execution per rank, divergent ranks in red."""
+        """Compile, cache lookups and execution per rank, divergent ranks in red."""
         from .plots import ranks_figure
 
         return ranks_figure(self, max_bars=MAX_BARS)

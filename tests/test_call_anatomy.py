@@ -369,12 +369,12 @@ def test_parts_add_up_and_show_in_text_html_and_csv(ticking):
         "call_compiled_s",
         "call_eager_s",
         "call_lookup_bounded",
-        "guard_lookups_calibrated",
+        "lookups_calibrated",
     ]
     assert row["call_s"] == 4 * TICK == p.call_s and row["call_lookup_s"] == EVENT
     assert row["call_wrapper_s"] == 2.25 * TICK and row["call_compiled_s"] == TICK
     assert row["call_eager_s"] is None
-    assert row["call_lookup_bounded"] is True and row["guard_lookups_calibrated"] == 0
+    assert row["call_lookup_bounded"] is True and row["lookups_calibrated"] == 0
 
 
 def test_torch_s_profiler_bounds_a_functions_lookup_in_its_first_three_cells(sh):

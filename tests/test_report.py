@@ -582,7 +582,7 @@ def test_measure_api_without_ipython():
         "cache_hits",
         "cache_misses",
         "guard_count",
-        "guard_s",
+        "lookup_s",
         "eager_fallbacks",
         "error",
     ):
@@ -685,15 +685,15 @@ CSV_COLUMNS = (
     "compile_s dynamo_s aot_autograd_s backend_s codegen_s other_s compiles "
     "backward_compiles graphs failed_compiles recompiles graph_breaks peak_bytes end_bytes "
     "memory_device compiled_calls calls_cached calls_compiled calls_eager calls_refused "
-    "calls_failed cache_hits cache_misses guard_count guard_s "
-    "guard_lower_bound guard_lookups_timed guard_lookups_untimed guard_lookups_sampled "
+    "calls_failed cache_hits cache_misses guard_count lookup_s "
+    "lookup_lower_bound lookups_timed lookups_untimed lookups_sampled "
     "eager_fallbacks limit_eager_calls recompile_limit_hits budget eager_first_calls "
     "refused_recompiles eager_s compiled_s eager_peak_bytes compiled_first_peak_bytes "
     "compiled_steady_peak_bytes speedup break_even_calls error fx_cache_hits "
     "fx_cache_misses fx_cache_bypasses aot_cache_hits aot_cache_misses aot_cache_bypasses "
     "cache_state cache_loaded_s cache_generated_s cache_saved_s cache_loaded_from "
     "cache_verdict call_s call_wrapper_s call_lookup_s call_compiled_s call_eager_s "
-    "call_lookup_bounded guard_lookups_calibrated "
+    "call_lookup_bounded lookups_calibrated "
     # the GPU's columns (report._cuda_row), after every other
     "synchronized kernel_compile_s autotune_s first_run_autotune_s cudagraph_record_s "
     "cudagraphs_recorded cudagraphs_for_new_sizes cudagraphs_rerecorded cudagraphs_replayed "

@@ -113,6 +113,7 @@ from .recorder import (
     Window,
 )
 from .records import (
+    PHASES,
     CompileRecord,
     FrameBudget,
     LimitHit,
@@ -185,6 +186,7 @@ __all__ = [
     "MISS_REFUSED",
     "NOTEBOOK",
     "PER_CALL_RECOMPILE_LIMIT_SINCE",
+    "PHASES",
     "PROFILER_EMPTY_LOOKUPS_UNTIL",
     "RECOMPILE_USER_CONTEXTS_SINCE",
     "RECORD_STACK_TRACE_SINCE",

@@ -98,6 +98,12 @@ _UNWOUND_ATTR = "_stance_magic_unwound_records"
 _marks = itertools.count(1)
 
 
+#: A compile's exclusive phases, in order: the keys of every phase breakdown
+#: (a record's, a report's ``compile_breakdown``, its ``<phase>_s`` columns,
+#: the render's labels). The last is what the others leave of the total.
+PHASES = ("dynamo", "aot_autograd", "backend", "codegen", "other")
+
+
 def mark_unwinding(info: RecordInfo, exc: BaseException | None) -> None:
     """Note on ``exc``, the exception torch is unwinding while it writes a
     compile record, that it passed through this record (``info``).
@@ -197,13 +203,9 @@ def record_phases(rec: Any, aot_autograd: bool | None = None) -> dict[str, float
             aot = 0.0
             backend = backend_total - codegen
         dynamo = dynamo_total - backend_total
-    parts = {
-        "dynamo": max(dynamo, 0.0),
-        "aot_autograd": max(aot, 0.0),
-        "backend": max(backend, 0.0),
-        "codegen": max(codegen, 0.0),
-    }
-    parts["other"] = max(total - sum(parts.values()), 0.0)
+    measured = (dynamo, aot, backend, codegen)
+    parts = {phase: max(s, 0.0) for phase, s in zip(PHASES, measured)}
+    parts[PHASES[-1]] = max(total - sum(parts.values()), 0.0)  # "other"
     return parts
 
 

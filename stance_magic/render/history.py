@@ -19,7 +19,7 @@ def _columns(reports: Iterable[Any]) -> tuple[tuple[str, str], ...]:
         i = [k for k, _ in columns].index("recompiles") + 1
         columns = (*columns[:i], BUDGET_COLUMN, *columns[i:])
     if any(r.memory for r in reports):
-        i = [k for k, _ in columns].index("guard_s") + 1
+        i = [k for k, _ in columns].index("lookup_s") + 1
         columns = (*columns[:i], MEMORY_COLUMN, *columns[i:])
     if any(r.compile_caches.state for r in reports):
         i = [k for k, _ in columns].index("compile_s") + 1

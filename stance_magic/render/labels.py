@@ -24,7 +24,12 @@ WHY_RECOMPILED = "why it recompiled"
 GRAPH_BREAKS = "graph breaks"
 CUDA_GRAPHS = "CUDA graphs"
 CACHE_HITS = "cache hits / misses"
+#: The time Dynamo spends finding a call's compiled code (building the
+#: frame's locals and running the guards): "cache lookups" wherever it is
+#: shown (the row, the charts), "lookups" as a table's column, ``lookup_s``
+#: in the CSV; never "guards" (that is only a part of it).
 CACHE_LOOKUPS = "cache lookups"
+LOOKUPS_COLUMN = "lookups"
 COMPILED_CALL = "a compiled call"
 #: A device's memory row (``memory (cuda:0)``).
 MEMORY = "memory ({device})"
@@ -142,7 +147,7 @@ HISTORY_COLUMNS = (
     ("recompiles", "recompiles"),
     ("graph_breaks", "breaks"),
     ("hits_misses", "hits/misses"),
-    ("guard_s", "guards"),
+    ("lookup_s", LOOKUPS_COLUMN),
     ("error", "error"),
 )
 
@@ -167,7 +172,7 @@ RANK_COLUMNS = {
     "recompiles": "recompiles",
     "graph_breaks": "breaks",
     "hits_misses": "hits/misses",
-    "lookup_s": "guards",
+    "lookup_s": LOOKUPS_COLUMN,
     "peak_bytes": "peak memory",
     "refused_recompiles": "refused",
     "error": "error",

@@ -18,7 +18,7 @@ from .cudagraphs import CudaGraphs
 from .deprecated import _moved
 from .lookups import CallAccount, CallParts, Lookups
 from .recompiles import Budget, DynamicShapes, Recompile, RecompileLimit
-from .rows import _compare_row, _cuda_row, _parts_row
+from .rows import SummaryRow, _compare_row, _cuda_row, _parts_row
 
 if TYPE_CHECKING:
     from ..causes import Cause
@@ -251,7 +251,7 @@ class CellReport:
         """Plain data (JSON-ready) for export: every field (the nested parts
         nested), the derived ``recompiles`` and ``graph_breaks`` lists, the
         compile caches' verdict, and every column of :meth:`summary_row` that
-        is not a field of its own (``guard_s``, ``fx_cache_hits``, ...)."""
+        is not a field of its own (``lookup_s``, ``fx_cache_hits``, ...)."""
         data = asdict(self)
         data["recompiles"] = self.recompiles
         data["graph_breaks"] = self.graph_breaks
@@ -261,67 +261,71 @@ class CellReport:
         return data
 
     def summary_row(self) -> dict[str, Any]:
-        """One flat row for the history table and CSV export."""
+        """One flat row for the history table and CSV export (a dict; the
+        column names of the previous release still read, with a
+        ``DeprecationWarning``: see :data:`~stance_magic.report.rows.OLD_COLUMNS`)."""
         lk, cc = self.lookups, self.compile_caches
         tight = self.tightest_budget
-        return {
-            "cell": self.index,
-            "execution_count": self.execution_count,
-            "label": self.label or first_line(self.source),
-            "stance": self.stance,
-            "stance_label": self.stance_label,
-            "skip_guard_eval_unsafe": self.skip_guard_eval_unsafe,
-            "backend": self.backend or "",
-            "wall_s": self.wall_s,
-            "compile_s": self.compile_s,
-            **{f"{p}_s": self.compile_breakdown.get(p, 0.0) for p in PHASES},
-            "compiles": self.compiles,
-            "backward_compiles": self.backward_compiles,
-            "graphs": self.graphs,
-            "failed_compiles": self.failed_compiles,
-            "recompiles": len(self.recompile_details),
-            "graph_breaks": self.graph_break_count,
-            "peak_bytes": self.peak_bytes,
-            "end_bytes": self.end_bytes,
-            "memory_device": self.memory[0].device if self.memory else "",
-            "compiled_calls": self.compiled_calls,
-            "calls_cached": self.calls.cached,
-            "calls_compiled": self.calls.compiled,
-            "calls_eager": sum(self.calls.eager.values()),
-            "calls_refused": sum(self.calls.refused.values()),
-            "calls_failed": sum(self.calls.failed.values()),
-            "cache_hits": self.cache_hits,
-            "cache_misses": self.cache_misses,
-            "guard_count": self.guard_count,
-            "guard_s": lk.seconds,
-            "guard_lower_bound": lk.lower_bound,
-            "guard_lookups_timed": lk.timed,
-            "guard_lookups_untimed": lk.untimed,
-            "guard_lookups_sampled": lk.sampled,
-            "eager_fallbacks": self.eager_fallbacks,
-            "limit_eager_calls": self.limit_eager_calls,
-            "recompile_limit_hits": sum(1 for x in self.recompile_limits if x.compile_id),
-            "budget": tight.used if tight is not None else "",
-            "eager_first_calls": self.eager_first_calls,
-            "refused_recompiles": self.refused_recompiles,
-            **_compare_row(self.compare),
-            "error": self.error or "",
-            "fx_cache_hits": cc.fx_hits,
-            "fx_cache_misses": cc.fx_misses,
-            "fx_cache_bypasses": cc.fx_bypasses,
-            "aot_cache_hits": cc.aot_hits,
-            "aot_cache_misses": cc.aot_misses,
-            "aot_cache_bypasses": cc.aot_bypasses,
-            "cache_state": cc.state,
-            "cache_loaded_s": cc.loaded_s,
-            "cache_generated_s": cc.generated_s,
-            "cache_saved_s": cc.saved_s,
-            "cache_loaded_from": cc.loaded_from or "",
-            "cache_verdict": cc.verdict,
-            **_parts_row(self.call_parts),
-            "guard_lookups_calibrated": lk.calibrated,
-            **_cuda_row(self),
-        }
+        return SummaryRow(
+            {
+                "cell": self.index,
+                "execution_count": self.execution_count,
+                "label": self.label or first_line(self.source),
+                "stance": self.stance,
+                "stance_label": self.stance_label,
+                "skip_guard_eval_unsafe": self.skip_guard_eval_unsafe,
+                "backend": self.backend or "",
+                "wall_s": self.wall_s,
+                "compile_s": self.compile_s,
+                **{f"{p}_s": self.compile_breakdown.get(p, 0.0) for p in PHASES},
+                "compiles": self.compiles,
+                "backward_compiles": self.backward_compiles,
+                "graphs": self.graphs,
+                "failed_compiles": self.failed_compiles,
+                "recompiles": len(self.recompile_details),
+                "graph_breaks": self.graph_break_count,
+                "peak_bytes": self.peak_bytes,
+                "end_bytes": self.end_bytes,
+                "memory_device": self.memory[0].device if self.memory else "",
+                "compiled_calls": self.compiled_calls,
+                "calls_cached": self.calls.cached,
+                "calls_compiled": self.calls.compiled,
+                "calls_eager": sum(self.calls.eager.values()),
+                "calls_refused": sum(self.calls.refused.values()),
+                "calls_failed": sum(self.calls.failed.values()),
+                "cache_hits": self.cache_hits,
+                "cache_misses": self.cache_misses,
+                "guard_count": self.guard_count,
+                "lookup_s": lk.seconds,
+                "lookup_lower_bound": lk.lower_bound,
+                "lookups_timed": lk.timed,
+                "lookups_untimed": lk.untimed,
+                "lookups_sampled": lk.sampled,
+                "eager_fallbacks": self.eager_fallbacks,
+                "limit_eager_calls": self.limit_eager_calls,
+                "recompile_limit_hits": sum(1 for x in self.recompile_limits if x.compile_id),
+                "budget": tight.used if tight is not None else "",
+                "eager_first_calls": self.eager_first_calls,
+                "refused_recompiles": self.refused_recompiles,
+                **_compare_row(self.compare),
+                "error": self.error or "",
+                "fx_cache_hits": cc.fx_hits,
+                "fx_cache_misses": cc.fx_misses,
+                "fx_cache_bypasses": cc.fx_bypasses,
+                "aot_cache_hits": cc.aot_hits,
+                "aot_cache_misses": cc.aot_misses,
+                "aot_cache_bypasses": cc.aot_bypasses,
+                "cache_state": cc.state,
+                "cache_loaded_s": cc.loaded_s,
+                "cache_generated_s": cc.generated_s,
+                "cache_saved_s": cc.saved_s,
+                "cache_loaded_from": cc.loaded_from or "",
+                "cache_verdict": cc.verdict,
+                **_parts_row(self.call_parts),
+                "lookups_calibrated": lk.calibrated,
+                **_cuda_row(self),
+            }
+        )
 
     def advice(self) -> list[str]:
         """At most three hints drawn from this report's numbers."""

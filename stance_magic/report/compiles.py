@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import probe
 from .caches import CacheUse, _named_place
 
 __all__ = ["PHASES", "FrameCompile"]
 
 #: The exclusive phases a compile's time is split into, in order.
-PHASES = ("dynamo", "aot_autograd", "backend", "codegen", "other")
+PHASES = probe.PHASES
 
 
 @dataclass

@@ -50,11 +50,18 @@ _WARNED: set[str] = set()
 
 def _deprecated(old: str, new: str) -> None:
     """Warn once a process that ``old`` is now ``new``."""
+    warn_once(f"CellReport.{old}", f".{new}")
+
+
+def warn_once(old: str, new: str, what: str = "") -> None:
+    """A ``DeprecationWarning``, once a process, that ``old`` goes in the
+    next release and ``new`` is its name now; pointing at the user's line."""
     if old in _WARNED:
         return
     _WARNED.add(old)
+    it = f"{what} {old}".strip()
     warnings.warn(
-        f"CellReport.{old} is deprecated and goes in the next release: read .{new}",
+        f"{it} is deprecated and goes in the next release: read {new}",
         DeprecationWarning,
         stacklevel=_outside_the_package(),
     )

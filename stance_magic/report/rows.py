@@ -6,11 +6,41 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .deprecated import warn_once
+
 if TYPE_CHECKING:
     from ..probe import MemoryFigure
     from .compare import Comparison
     from .cudagraphs import CudaGraphs
     from .lookups import CallParts
+
+
+#: The columns of the previous release, read for one more release with a
+#: ``DeprecationWarning`` (once each): old name -> its name now. The figure is
+#: *cache lookups* wherever it is shown (the report's row, the history and
+#: sweep columns, the charts, the CSV), not "guards": it holds building the
+#: frame's locals as well as running the guards (see docs/measurement.md).
+OLD_COLUMNS = {
+    "guard_s": "lookup_s",
+    "guard_lower_bound": "lookup_lower_bound",
+    "guard_lookups_timed": "lookups_timed",
+    "guard_lookups_untimed": "lookups_untimed",
+    "guard_lookups_sampled": "lookups_sampled",
+    "guard_lookups_calibrated": "lookups_calibrated",
+}
+
+
+class SummaryRow(dict[str, Any]):
+    """A report's flat row (:meth:`CellReport.summary_row
+    <stance_magic.report.CellReport.summary_row>`): a plain dict whose old
+    column names (:data:`OLD_COLUMNS`) still read, with a warning."""
+
+    def __missing__(self, key: str) -> Any:
+        new = OLD_COLUMNS.get(key)
+        if new is None or new not in self:
+            raise KeyError(key)
+        warn_once(f"summary_row()[{key!r}]", f"summary_row()[{new!r}]", "the column")
+        return self[new]
 
 
 class _CudaFigures(Protocol):

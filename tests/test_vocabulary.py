@@ -1,0 +1,107 @@
+"""One name per figure wherever it is shown (issue 37).
+
+The time Dynamo spends finding a call's compiled code is *cache lookups*
+(``stance_magic.render.labels.CACHE_LOOKUPS``): the report's row, every
+chart's key and label, the history's, ranks' and sweep's column (its short
+form ``lookups``), the CSV column ``lookup_s`` and its siblings. It was
+"guards", "guard evaluation", "cache lookups (guards)" and ``guard_s``:
+"guards" is only a part of it (it also builds the frame's locals). The
+CSV's old column names still read from :meth:`CellReport.summary_row`, with
+one ``DeprecationWarning`` each.
+
+The compile phases have one list of keys (``probe.PHASES``), which the
+report's columns (``dynamo_s``, ...) and the render's labels follow.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import warnings
+
+import pytest
+from matplotlib.figure import Figure
+
+from stance_magic import plots, probe
+from stance_magic.compare import SweepResult
+from stance_magic.export import csv_text
+from stance_magic.render import history_text
+from stance_magic.render.labels import CACHE_LOOKUPS, LOOKUPS_COLUMN, PHASE_LABELS, RANK_COLUMNS
+from stance_magic.report import PHASES
+from stance_magic.report.rows import OLD_COLUMNS
+
+from conftest import last, run
+
+CELL = (
+    "%%stance default -q\n"
+    "f = torch.compile(lambda x: x.sin() + 1, backend='eager')\n"
+    "for _ in range(5):\n"
+    "    f(torch.ones(3))"
+)
+
+
+def _texts(fig: Figure) -> list[str]:
+    """Every piece of text a figure draws: titles, labels, ticks, keys."""
+    out = [t.get_text() for t in fig.findobj(match=lambda a: hasattr(a, "get_text"))]
+    return [t for t in out if t]
+
+
+@pytest.fixture
+def measured(sh):
+    res, _ = run(sh, CELL)
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    assert rep.lookups.count == 4  # the first call compiled into an empty cache
+    return rep
+
+
+def test_the_report_row_and_the_tables_say_cache_lookups(measured):
+    rep = measured
+    text = rep.text(verbose=True)
+    assert any(line.strip().startswith(CACHE_LOOKUPS) for line in text.splitlines())
+    head = history_text([rep]).splitlines()[0].split()
+    assert LOOKUPS_COLUMN in head and "guards" not in head
+    assert RANK_COLUMNS["lookup_s"] == LOOKUPS_COLUMN
+    assert "guards" not in SweepResult.HEAD
+    assert LOOKUPS_COLUMN in SweepResult.HEAD
+
+
+def test_every_chart_names_the_figure_cache_lookups(measured):
+    rep = measured
+    for fig in (plots.report_figure(rep), plots.history_figure([rep, rep])):
+        texts = " | ".join(_texts(fig))
+        assert CACHE_LOOKUPS in texts, texts
+        assert "guard" not in texts.replace("skip_guard_eval_unsafe", ""), texts
+
+
+def test_the_csv_says_lookup_and_the_old_columns_still_read_once(measured):
+    rep = measured
+    header = next(csv.reader(io.StringIO(csv_text([rep]))))
+    lookup_columns = [h for h in header if "lookup" in h]
+    assert "lookup_s" in header and "lookups_timed" in header
+    # the number of guards is its own figure, and keeps its name
+    assert [h for h in header if h.startswith("guard")] == ["guard_count"]
+    assert not set(OLD_COLUMNS) & set(header)
+    assert set(OLD_COLUMNS.values()) <= set(lookup_columns)
+    row = rep.summary_row()
+    from stance_magic.report import deprecated
+
+    deprecated._WARNED.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert row["guard_s"] == row["lookup_s"] == rep.lookups.seconds
+        assert row["guard_s"] == rep.lookups.seconds  # once
+    assert len(caught) == 1 and caught[0].category is DeprecationWarning
+    assert "read summary_row()['lookup_s']" in str(caught[0].message)
+    assert caught[0].filename == __file__  # points at the user's line
+    with pytest.raises(KeyError):
+        row["no_such_column"]
+
+
+def test_the_compile_phases_have_one_list_of_keys(measured):
+    assert PHASES is probe.PHASES
+    assert list(PHASE_LABELS) == list(PHASES)
+    row = measured.summary_row()
+    assert [f"{p}_s" for p in PHASES] == [
+        k for k in row if k.endswith("_s") and k.removesuffix("_s") in PHASES
+    ]
