@@ -12,12 +12,15 @@
 #                             docs/images/)
 #                make docs   (the documentation site, into build/docs; warnings are errors)
 #                make test-matrix  (the truth-bearing tests on each torch x Python pair)
+#                make perf-page  (rerun the benchmarks docs/performance.md draws on, into
+#                             benchmarks/results/*.json, then re-render the page from them)
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stance_magic-setup
 
-.PHONY: setup tour test test-fast test-timing test-stress test-matrix lint docs browser screenshots clean
+.PHONY: setup tour test test-fast test-timing test-stress test-matrix lint docs browser screenshots clean \
+	perf-page perf-page-all perf-page-render perf-page-check
 
 setup: $(STAMP)
 
@@ -89,6 +92,30 @@ MATRIX_PAIRS ?= 2.8.0@3.10 2.10.0@3.11 2.12.1@3.11 2.14.1@3.11 2.15.0@3.12 2.15.
 
 test-matrix:
 	MATRIX_PAIRS="$(MATRIX_PAIRS)" .ci/matrix.sh
+
+# docs/performance.md's figures: each benchmark writes its JSON into benchmarks/results/
+# (a script writes its JSON only once it has run through), then benchmarks/perf_page.py renders
+# the page's generated blocks from it (tests/test_performance_page.py checks they agree).
+# perf-page reruns the quick ones (a few minutes); perf-page-all the warm start's kernels
+# too (tens of minutes); perf-page-render only renders from the committed JSON.
+PERF_BENCHES ?= hooks overhead guards memory panel ranks nested
+PERF_SLOW := warm_start
+
+perf-page: setup
+	@for b in $(PERF_BENCHES); do \
+		echo "== benchmarks/bench_$$b.py"; \
+		$(BIN)/python benchmarks/bench_$$b.py --json benchmarks/results/$$b.json || exit 1; \
+	done
+	$(BIN)/python benchmarks/perf_page.py --write
+
+perf-page-all:
+	$(MAKE) perf-page PERF_BENCHES="$(PERF_BENCHES) $(PERF_SLOW)"
+
+perf-page-render: setup
+	$(BIN)/python benchmarks/perf_page.py --write
+
+perf-page-check: setup
+	$(BIN)/python benchmarks/perf_page.py --check
 
 clean:
 	rm -rf $(VENV) build

@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import jsonenv
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
@@ -253,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         "swings per-call times far more than the guards cost)",
     )
     args = p.parse_args(argv)
+    t_start = time.perf_counter()
     n, rounds, clock_rounds = (5, 3, 4) if args.quick else (20, 9, 101)
     import torch
 
@@ -314,7 +317,18 @@ def main(argv: list[str] | None = None) -> int:
         f"{per_3ms:.4f}x on a 3 ms call (target <= {TARGET_OVERHEAD}: {'met' if ok else 'missed'})"
     )
     if args.json:
-        out = {"models": results, "added_per_call_s": added}
+        out = {
+            "models": results,
+            "added_per_call_s": added,
+            "threads": torch.get_num_threads(),
+            "calls_per_loop": n,
+            "loops": rounds,
+            "clock_rounds": clock_rounds,
+            "targets": {"ratio": TARGET_RATIO, "overhead": TARGET_OVERHEAD},
+            "env": jsonenv.environment(),
+            "command": jsonenv.command("bench_guards.py", argv),
+            "seconds": time.perf_counter() - t_start,
+        }
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
     return 0
 

@@ -1,5 +1,6 @@
 """What any Python hook on torch.compile's call path costs: the floor under
-the measured tiny-call loop of ``bench_overhead.py`` (issue 17's ≤ 1.05×).
+the measured tiny-call loop of ``bench_overhead.py`` (issue 37's ≤ 1.12×;
+issue 17 aimed at ≤ 1.05×).
 
 Run from the repository root::
 
@@ -43,11 +44,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import jsonenv
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-#: issue 17's target for a measured loop of a tiny compiled function
-TARGET = 1.05
+#: issue 37's target for a measured loop of a tiny compiled function
+TARGET = 1.12
+#: issue 17's older aspiration for it, below what exact counting in Python can do
+OLD_TARGET = 1.05
 
 
 def _setup() -> tuple[Any, Any, Callable[[int], float]]:
@@ -250,7 +255,11 @@ def format_results(res: dict[str, Any]) -> str:
     ours = res["variants"]["stance_magic"]["ratio"]
     verdict = "met" if ours <= TARGET else "missed"
     lines.append(
-        f"issue 17's target for the measured loop: ≤ {TARGET:.2f}×; here {ours:.3f}×: {verdict}"
+        f"issue 17's older aspiration for the measured loop, ≤ {OLD_TARGET:.2f}×, lies below "
+        f"the counting + checks floor ({res['variants']['counting + checks']['ratio']:.3f}× here)"
+    )
+    lines.append(
+        f"issue 37's target for the measured loop: ≤ {TARGET:.2f}×; here {ours:.3f}×: {verdict}"
     )
     return "\n".join(lines)
 
@@ -263,14 +272,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = ap.parse_args(argv)
     rounds, calls = (3, 200) if args.quick else (args.rounds, args.calls)
-    import torch
 
     t0 = time.perf_counter()
     res = run(rounds, calls)
-    res["env"] = {"python": sys.version.split()[0], "torch": torch.__version__}
+    res["env"] = jsonenv.environment()
+    res["command"] = jsonenv.command("bench_hooks.py", argv)
+    res["targets"] = {"loop_ratio": TARGET, "old_loop_ratio": OLD_TARGET}
     print(f"Python {res['env']['python']}, torch {res['env']['torch']}")
     print(format_results(res))
-    print(f"(took {time.perf_counter() - t0:.1f} s)")
+    res["seconds"] = time.perf_counter() - t0
+    print(f"(took {res['seconds']:.1f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2))
     return 0

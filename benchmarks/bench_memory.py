@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import jsonenv
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
@@ -139,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from stance_magic.render import fmt_bytes, fmt_s
 
+    t_start = time.perf_counter()
     rounds = 3 if args.quick else 21
     results = [measure(name, work, rounds) for name, work in workloads(args.quick)]
     peaks = first_call_peaks()
@@ -162,7 +165,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  aot_eager_then_compile vs eager_then_compile: {aot / etc - 1:+.0%}")
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"workloads": results, "first_call_peaks": peaks}, indent=1) + "\n"
+            json.dumps(
+                {
+                    "workloads": results,
+                    "first_call_peaks": peaks,
+                    "rounds": rounds,
+                    "env": jsonenv.environment(),
+                    "command": jsonenv.command("bench_memory.py", argv),
+                    "seconds": time.perf_counter() - t_start,
+                },
+                indent=1,
+            )
+            + "\n"
         )
     return 0
 

@@ -5,6 +5,7 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/bench_nested.py            # about 30 s on 2 cores
     .venv/bin/python benchmarks/bench_nested.py --quick    # a smoke run
+    .venv/bin/python benchmarks/bench_nested.py --json out.json
 
 GPT-2 (2 blocks, 64 wide, ``backend="eager"``) with a forward hook that
 prints on every block: each generation step breaks the graph in every block,
@@ -28,10 +29,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import statistics
 import sys
 import time
 from pathlib import Path
+
+import jsonenv
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,11 +52,13 @@ ids = torch.randint(0, 256, (1, 8))
 GEN = "with contextlib.redirect_stdout(io.StringIO()):\n    out = models.generate(cgpt, ids, 3)"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="3 rounds (a smoke run)")
     ap.add_argument("--rounds", type=int, default=15)
-    args = ap.parse_args()
+    ap.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    args = ap.parse_args(argv)
+    t_start = time.perf_counter()
     rounds = 3 if args.quick else args.rounds
     sys.path.insert(0, str(REPO / "tests"))
     import torch
@@ -128,6 +134,24 @@ def main() -> None:
         f"  median lookup: report {ours * 1e6:.1f} µs ({which}), profiler "
         f"{prof_med * 1e6:.1f} µs ({len(events)} events): {ours / prof_med:.2f}×"
     )
+    if args.json:
+        out = {
+            "rounds": rounds,
+            "monitoring": probe.monitoring.AVAILABLE,
+            "median_s": {k: statistics.median(v) for k, v in res.items()},
+            "measured_vs_plain": paired("measured", "plain"),
+            "events_on_vs_off": (
+                paired("measured", "events_off") if probe.monitoring.AVAILABLE else None
+            ),
+            "untimed_max": max(untimed) if probe.monitoring.AVAILABLE else None,
+            "report_lookup_s": ours,
+            "profiler_lookup_s": prof_med if events else None,
+            "profiler_events": len(events),
+            "env": jsonenv.environment(),
+            "command": jsonenv.command("bench_nested.py", argv),
+            "seconds": time.perf_counter() - t_start,
+        }
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
     torch.compiler.reset()  # before the interpreter's teardown frees torch's scopes
 
 

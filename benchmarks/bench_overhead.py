@@ -47,8 +47,12 @@ TARGET_CELL_VS_TIME = 0.5
 #: what %%time adds: what stance_magic itself costs an empty cell.
 TARGET_CELL_BEYOND_FLOOR = 0.35
 #: A measured loop of a tiny compiled function against the same loop bare
-#: (issue 17's target).
-TARGET_TINY_LOOP_RATIO = 1.05
+#: (issue 37's target).
+TARGET_TINY_LOOP_RATIO = 1.12
+#: Issue 17's older aspiration for that loop, printed beside it (no verdict): it
+#: lies below what a Python hook that counts exactly can do (about 1.065×,
+#: ``benchmarks/bench_hooks.py``).
+OLD_TINY_LOOP_RATIO = 1.05
 #: What measuring may add to a model loop of about 3 ms a call (issue 9): the
 #: per-call time the hooks add to a tiny compiled function, over 3 ms.
 TARGET_MODEL_CALL_S = 3e-3
@@ -529,6 +533,15 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
                 tiny <= TARGET_TINY_LOOP_RATIO,
             )
         )
+        out.append(
+            (
+                f"  (issue 17's older aspiration ≤ {fmt_ratio(OLD_TINY_LOOP_RATIO)} lies below "
+                "Python's exact-counting floor, about 1.065×: bench_hooks.py)",
+                f"{tiny:.3f}×",
+                "",
+                tiny <= OLD_TINY_LOOP_RATIO,
+            )
+        )
         per_call = loop["cells"]["stance_q"].median / loop["calls"]
         bare = loop["cells"]["bare_pristine"].median / loop["calls"]
         r = 1 + max(per_call - bare, 0.0) / TARGET_MODEL_CALL_S
@@ -764,8 +777,24 @@ def main(argv: list[str] | None = None) -> int:
     results = run_all(command=cmd, **kw)
     print(format_results(results))
     print(f"\n(took {time.perf_counter() - t0:.1f} s)")
+    results["seconds"] = time.perf_counter() - t0
+    results["targets"] = {
+        "constants": {
+            "cell_vs_time": TARGET_CELL_VS_TIME,
+            "cell_beyond_floor": TARGET_CELL_BEYOND_FLOOR,
+            "tiny_loop_ratio": TARGET_TINY_LOOP_RATIO,
+            "old_tiny_loop_ratio": OLD_TINY_LOOP_RATIO,
+            "model_call_s": TARGET_MODEL_CALL_S,
+            "loop_ratio": TARGET_LOOP_RATIO,
+        },
+        "cell_beyond_floor_s": paired_beyond(results["cells"]),
+        "rows": [
+            {"what": w.strip(), "measured": got, "wanted": want, "met": ok if want else None}
+            for w, got, want, ok in targets(results)
+        ],
+    }
     if args.json:
-        Path(args.json).write_text(json.dumps(to_jsonable(results), indent=1))
+        Path(args.json).write_text(json.dumps(to_jsonable(results), indent=1) + "\n")
     return 0
 
 

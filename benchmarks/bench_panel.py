@@ -46,6 +46,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonenv
+
 REPO = Path(__file__).resolve().parent.parent
 TARGET_RATIO = 1.1
 HISTORY_CELLS = 50
@@ -298,10 +300,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a smoke run with tiny counts")
     ap.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = ap.parse_args(argv)
+    t_start = time.perf_counter()
     rounds, batch, history = (2, 3, 5) if args.quick else (24, 10, HISTORY_CELLS)
     res = bench(rounds, batch, history)
-    res["env"] = environment()
-    res["command"] = "python benchmarks/bench_panel.py" + (" --quick" if args.quick else "")
+    res["env"] = {**environment(), **jsonenv.environment()}
+    res["command"] = jsonenv.command("bench_panel.py", argv)
+    res["seconds"] = time.perf_counter() - t_start
     res["target_ratio"] = TARGET_RATIO
     print(format_results(res))
     if args.json:

@@ -51,6 +51,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonenv
+
 REPO = Path(__file__).resolve().parent.parent
 PROJECT_N = (2, 64, 1024)
 #: An assumed step on a cluster network (a ring step and a receive, ~50 µs each)
@@ -511,7 +513,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(
             json.dumps(
-                {"two_ranks": two, "rank0_work": work, "projection": projection, "no_group": nog},
+                {
+                    "two_ranks": two,
+                    "rank0_work": work,
+                    "projection": projection,
+                    "no_group": nog,
+                    "net_step_s": NET_STEP_S,
+                    "env": jsonenv.environment(),
+                    "command": jsonenv.command("bench_ranks.py", argv),
+                    "seconds": time.perf_counter() - t_start,
+                },
                 indent=1,
             )
         )

@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -56,6 +55,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import jsonenv
 
 REPO = Path(__file__).resolve().parent.parent
 GOAL = 0.2
@@ -288,7 +289,7 @@ def fmt_t(s: float) -> str:
 
 def format_results(res: dict[str, Any]) -> str:
     lines = [
-        f"warm starts, {res['rounds']} round(s); {res['env']['python']}, torch "
+        f"warm starts, {res['rounds']} round(s); Python {res['env']['python']}, torch "
         f"{res['env']['torch']}, {res['env']['cpus']} CPUs",
         f"command: {res['command']}",
     ]
@@ -335,21 +336,16 @@ def main(argv: list[str] | None = None) -> int:
     for m in models:
         if m not in MODELS:
             p.error(f"unknown model {m!r} (choose from {', '.join(MODELS)})")
-    import torch
 
     work = Path(tempfile.mkdtemp(prefix="bench-warm-start-"))
     try:
         t0 = time.perf_counter()
         figures = bench(models, rounds, work)
         res = {
-            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "command": jsonenv.command("bench_warm_start.py", argv),
             "rounds": rounds,
             "seconds": time.perf_counter() - t0,
-            "env": {
-                "python": f"Python {platform.python_version()}",
-                "torch": torch.__version__,
-                "cpus": os.cpu_count(),
-            },
+            "env": jsonenv.environment(),
             "models": figures,
         }
     finally:
