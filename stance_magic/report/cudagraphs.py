@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..place import Worded
+
 __all__ = ["CudaGraphFrame", "CudaGraphSkip", "CudaGraphs"]
 
 
@@ -17,11 +19,13 @@ class CudaGraphSkip:
     #: inputs (1 instances)``; "" when torch gave none)
     reason: str
     count: int = 1
-    #: the compile it came from (``0/0``; "" at run time) and that compile's frame
+    #: the compile it came from (``0/0``; "" at run time) and that compile's
+    #: frame (a :class:`~stance_magic.place.Place` read as ``f (In [3], line 2)``)
     compile_id: str = ""
-    frame: str = ""
-    #: the user's line torch found the cause at (``In [3], line 2``) and its source
-    where: str = ""
+    frame: Worded = Worded("named", default="")
+    #: the user's line torch found the cause at (a place read as ``In [3],
+    #: line 2``) and its source
+    where: Worded = Worded("where", default="")
     source: str = ""
     #: the graph's devices, where torch skipped without a word (``cpu``)
     devices: list[str] = field(default_factory=list)
@@ -34,8 +38,10 @@ class CudaGraphFrame:
     """The CUDA graphs torch recorded in the cell for one compiled frame
     (its forward, backward or inference graphs together)."""
 
-    #: the frame as the compiles row names it (``f (In [2], line 1)``)
-    frame: str
+    #: the frame as the compiles row names it: a
+    #: :class:`~stance_magic.place.Place` read as ``f (In [2], line 1)``
+    #: (``f (compile 0/1)`` where no compile of the cell names it)
+    frame: Worded = Worded("named")
     #: the compile ids whose graphs were recorded, in order
     compile_ids: list[str] = field(default_factory=list)
     recorded: int = 0
@@ -71,12 +77,14 @@ class CudaGraphs:
     frames: list[CudaGraphFrame] = field(default_factory=list)
     #: frames torch warned could not leave their warm-up (eager) runs for
     #: replays: outputs of an earlier call still wait for their backward
-    pending_backward: list[str] = field(default_factory=list)
+    #: (places read as ``f (In [2], line 1)``, or ``f (compile 0/1)``)
+    pending_backward: Worded = Worded("named", default=())
     #: the cell raised torch's error for reading an output of an earlier
     #: replay that a later replay overwrote; where torch says that output
-    #: was made (``In [3], line 2 `y = x @ x```), when its text says
+    #: was made (a place read as ``In [3], line 2 `y = x @ x```), when its
+    #: text says
     overwritten_output: bool = False
-    overwritten_made_at: str = ""
+    overwritten_made_at: Worded = Worded("with_source", default="")
 
     @property
     def empty(self) -> bool:

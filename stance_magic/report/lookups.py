@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..place import Worded
+
 __all__ = ["GPU_BOUND", "HOST_BOUND", "CallAccount", "CallParts", "LookupTarget", "Lookups"]
 
 
@@ -93,7 +95,9 @@ class LookupTarget:
     """Cache lookups of one compiled function in the cell, and its calls' parts."""
 
     name: str
-    where: str
+    #: the function's place, a :class:`~stance_magic.place.Place` read as
+    #: its words (``In [3], line 2``; "" for no file)
+    where: Worded = Worded("where")
     timed: int
     seconds: float
     untimed: int
