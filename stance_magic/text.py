@@ -1,4 +1,6 @@
-"""Small text helpers every view shares: durations, bytes, plurals, places.
+"""Small text helpers every view shares: durations, bytes, plurals, labels.
+
+Places in code are worded by :mod:`stance_magic.place`.
 
 A leaf module: it imports nothing from stance_magic, so the report, the
 views (render, plots, ranks, the panel) and the advice can all use it
@@ -14,7 +16,6 @@ __all__ = [
     "first_line",
     "fmt_bytes",
     "fmt_s",
-    "place",
     "plural",
     "shorten",
 ]
@@ -91,18 +92,3 @@ def cell_label(rep: Any) -> str:
     if number:
         return f"In [{number}]"
     return f"cell {rep.index}" if getattr(rep, "index", 0) else ""
-
-
-def place(loc: str, line: int | None) -> str:
-    """A line in a file as a reader knows it: ``In [3], line 4`` in a
-    notebook cell, ``pkg/mod.py:4`` in a file (``loc`` as
-    :func:`stance_magic.paths.short_path` writes it).
-
-    Examples
-    --------
-    >>> place("In [3]", 4), place("pkg/mod.py", 4), place("pkg/mod.py", None)
-    ('In [3], line 4', 'pkg/mod.py:4', 'pkg/mod.py')
-    """
-    if not line:
-        return loc
-    return f"{loc}, line {line}" if loc.startswith("In [") else f"{loc}:{line}"

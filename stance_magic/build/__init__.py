@@ -36,10 +36,9 @@ probe (:mod:`stance_magic.probe.messages`); places are shortened by
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
-from .. import probe
+from .. import place, probe
 from ..report import PHASES, CellReport, Comparison, Gathered, Shared
 from .breaks import _break_costs, _group_breaks
 from .caches import CACHE_LABELS, _loaded_functions, _precompiled, compile_caches
@@ -48,7 +47,7 @@ from .compiles import _breakdown, _frames, _kernel_parts
 from .cudagraphs import _NO_CUDAGRAPHS, _cudagraphs
 from .lookups import _NO_LOOKUPS, _account, _cell_parts, _lookups
 from .notes import _notes
-from .places import called_from, error_line, frame_text
+from .places import _stack, called_from, error_line, frame_text
 from .recompiles import (
     _budget,
     _dynamic_shapes,
@@ -192,7 +191,7 @@ def _seen_fields(
         ),
         "refused_guards": refused_guards,
         "error": error_text,
-        "error_where": called_from(probe.raised_from(error)) if error is not None else "",
+        "error_where": _stack(probe.raised_from(error)) if error is not None else "",
         "frames": frames,
         "notes": _notes(closed, figures, error) + list(notes),
         "compile_caches": caches,
@@ -204,10 +203,10 @@ def _seen_fields(
 
 def with_shared(rep: CellReport, shared: Shared, notes: Sequence[str] = ()) -> CellReport:
     """``rep`` with what ``--trace`` / ``--timeline`` wrote for it."""
-    return replace(rep, shared=shared, notes=[*rep.notes, *notes])
+    return place.replace(rep, shared=shared, notes=[*rep.notes, *notes])
 
 
 def with_ranks(rep: CellReport, gathered: Gathered, view: Any = None) -> CellReport:
     """``rep`` once gathered across ranks: where it went, and on the rank that
     gathered, the combined ``view`` (a :class:`stance_magic.ranks.RankReport`)."""
-    return replace(rep, gathered=gathered, ranks=view)
+    return place.replace(rep, gathered=gathered, ranks=view)

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import probe
+from ..place import Place
 from ..report import (
     CacheUse,
     CellReport,
@@ -150,7 +151,8 @@ def _cold_match(cached: list[FrameCompile], history: Sequence[CellReport]) -> Co
                     break
         if matched:
             n = old.execution_count
-            return ColdCompile(seconds, f"In [{n}]" if n else f"cell {old.index}", matched)
+            cell = Place(file=f"In [{n}]" if n else f"cell {old.index}")
+            return ColdCompile(seconds, cell, matched)
     return None
 
 

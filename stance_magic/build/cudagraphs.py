@@ -4,13 +4,13 @@ output a later replay overwrote."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from .. import causes, probe
+from .. import causes, place, probe
+from ..place import Place
 from ..report import CudaGraphFrame, CudaGraphs, CudaGraphSkip, FrameCompile, Recompile
 from .closed import Closed
-from .places import _line_in_frame, _source_line, _where
+from .places import _line_in_frame, _place, _source_line
 
 #: The CUDA graphs of a window that saw none (frozen: nothing but the builder
 #: writes a report's parts).
@@ -26,7 +26,7 @@ def _cudagraphs(
     skips = list(cg.skips) if cg is not None else []
     unexplained = cg.unexplained_skips if cg is not None else 0
     by_id = {f.compile_id: f for f in frames if f.kind == "frame"}
-    where = {cid: f.where for cid, f in by_id.items()}
+    where = {cid: f.at for cid, f in by_id.items()}
     # a skip torch wrote into a compile's record that no wrapper saw (the
     # cell imported Dynamo, so nothing was wrapped when it opened)
     seen = {s.compile_id for s in skips}
@@ -54,13 +54,13 @@ def _cudagraphs(
         key = (head, cid)
         old = groups.get(key)
         if old is not None:
-            groups[key] = replace(old, count=old.count + 1)
+            groups[key] = place.replace(old, count=old.count + 1)
             continue
         groups[key] = CudaGraphSkip(
             reason=head,
             compile_id=cid,
             frame=where.get(cid, ""),
-            where=_where(filename, line),
+            where=_place("", filename, line, source or _source_line(filename, line)),
             source=source or _source_line(filename, line),
             devices=list(devices),
             logged=logged,
@@ -79,7 +79,7 @@ def _cudagraphs(
         label = next((where[c] for c in ids if c in where), "")
         if not label:
             name = next((r.function for r in recs if r.function), "")
-            label = f"{name or 'compiled graph'} (compile {ids[0]})"
+            label = Place(name or "compiled graph", f"compile {ids[0]}")
         rerecords = [r for r in recs if r.rerecord]
         graph_frames.append(
             CudaGraphFrame(
@@ -96,13 +96,12 @@ def _cudagraphs(
         )
     pending = list(cg.pending_backward) if cg is not None else []
     overwritten = probe.cudagraph_overwritten_output(closed.error)
-    made_at = ""
+    made_at: Place | str = ""
     if overwritten is not None:
         filename, line, source = overwritten
-        made_at = _where(filename, line) or "(torch found no stack trace)"
-        source = source or _source_line(filename, line)
-        if source and filename:
-            made_at += f" `{source}`"
+        made_at = "(torch found no stack trace)"
+        if filename:
+            made_at = _place("", filename, line, source or _source_line(filename, line))
     return CudaGraphs(
         recorded=len(recordings),
         replayed=sum(cg.replays.values()) if cg is not None else 0,
@@ -115,7 +114,7 @@ def _cudagraphs(
         pending_backward=list(
             dict.fromkeys(
                 where.get(p.compile_id)
-                or f"{p.function or 'compiled graph'} (compile {p.compile_id})"
+                or Place(p.function or "compiled graph", f"compile {p.compile_id}")
                 for p in pending
             )
         ),

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import probe
 from ..report import CallAccount, CallParts, Lookups, LookupTarget
-from .places import _where
+from .places import _place
 
 #: The lookups of a window that saw none (frozen; its empty list is never grown:
 #: nothing but the builder writes a report's parts).
@@ -115,7 +115,7 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
         targets.append(
             LookupTarget(
                 name=t.name,
-                where=_where(t.filename, t.line),
+                where=_place(t.name, t.filename, t.line),
                 timed=t.timed,
                 seconds=seconds,
                 untimed=t.untimed,

@@ -1,18 +1,19 @@
 """The places of code a report names: a compiled frame's file, a line, the
 user's line that made a call, an error as one line.
 
-Each place is written as the report writes places (``In [3], line 2``,
-``torch/nn/modules/linear.py:125``): paths are shortened by
-:mod:`stance_magic.paths`, a line is written by :func:`stance_magic.text.place`.
+Each place is a :class:`stance_magic.place.Place`, its file as a reader
+knows it (``In [3]``, ``torch/nn/modules/linear.py``: shortened by
+:mod:`stance_magic.paths`); its words are :mod:`stance_magic.place`'s.
 """
 
 from __future__ import annotations
 
 import linecache
 
+from .. import place as places
 from .. import probe
 from ..paths import short_path
-from ..text import place
+from ..place import Place
 
 
 def error_line(exc: BaseException) -> str:
@@ -30,15 +31,20 @@ def _file(filename: str) -> str:
     return short_path(filename) if filename else ""
 
 
-def _where(filename: str, line: int | None) -> str:
-    return place(_file(filename), line) if filename else ""
+def _place(name: str, filename: str, line: int | None, source: str = "") -> Place:
+    """A place in code from a frame's name, its file name and line."""
+    return Place(name, _file(filename), line, source)
+
+
+def _stack(stack: list[tuple[str, str, int]]) -> list[Place]:
+    """User frames (innermost first) as places."""
+    return [_place(*fr) for fr in stack]
 
 
 def frame_text(name: str, filename: str, line: int | None) -> str:
     """A user frame as the report writes it: ``In [1], line 2 in helper``;
     a cell's own code (``<module>``) by its line alone."""
-    text = _where(filename, line) or name
-    return text if name == "<module>" else f"{text} in {name}"
+    return _place(name, filename, line).frame
 
 
 def called_from(stack: list[tuple[str, str, int]]) -> str:
@@ -46,13 +52,7 @@ def called_from(stack: list[tuple[str, str, int]]) -> str:
     first): ``In [3], line 2``, or ``In [1], line 2 in helper, from In [3],
     line 2`` when a function made it (the notebook line is the outermost cell
     frame)."""
-    if not stack:
-        return ""
-    text = frame_text(*stack[0])
-    cells = [fr for fr in stack[1:] if _file(fr[1]).startswith("In [")]
-    if cells:
-        text += f", from {_where(cells[-1][1], cells[-1][2])}"
-    return text
+    return places.called_from(_stack(stack))
 
 
 def _line_in_frame(filename: str, first: int | None, source: str) -> int | None:

@@ -22,7 +22,7 @@ from ..report import (
     Recompile,
     RecompileLimit,
 )
-from .places import _file, _where, called_from, frame_text
+from .places import _file, _place, _stack
 
 
 def split_recompile_reason(text: str) -> tuple[str, str]:
@@ -53,12 +53,12 @@ def _recompiles(window: probe.Window, fwd: list[FrameCompile]) -> list[Recompile
             out.append(
                 Recompile(
                     reason,
-                    f.where,
+                    f.at,
                     f.compile_id,
                     pointer,
                     failures=_guard_failures(failures_by_id.get(f.compile_id, [])),
-                    called_from=called_from(stack),
-                    stack=[frame_text(*fr) for fr in stack],
+                    called_from=_stack(stack),
+                    stack=_stack(stack),
                 )
             )
     return out
@@ -76,9 +76,8 @@ def _recompile_limits(window: probe.Window) -> list[RecompileLimit]:
         key = (name, filename, line, hit.config)
         lim = out.get(key)
         if lim is None:
-            where = f"{name} ({_where(filename, line)})" if filename else name
             lim = out[key] = RecompileLimit(
-                where,
+                _place(name, filename, line),
                 hit.config,
                 hit.limit,
                 None,
@@ -136,12 +135,11 @@ def _recompile_causes(recompiles: list[Recompile], window: probe.Window) -> list
 def _budget(b: probe.FrameBudget) -> Budget:
     """A frame's entries against its recompile limit, placed as the report places frames."""
     name, filename, line = b.frame
-    where = f"{name} ({_where(filename, line)})" if filename else name
-    return Budget(where, b.entries, b.limit, b.config, b.per_call)
+    return Budget(_place(name, filename, line), b.entries, b.limit, b.config, b.per_call)
 
 
 def _dynamic_shapes(window: probe.Window, frames: list[FrameCompile]) -> list[DynamicShapes]:
-    where = {f.compile_id: f.where for f in frames}
+    where = {f.compile_id: f.at for f in frames}
     out = []
     for rec in window.compiles:
         shapes = rec.info.shapes
@@ -162,7 +160,7 @@ def _dynamic_shapes(window: probe.Window, frames: list[FrameCompile]) -> list[Dy
             line = f"{sym} = {probe.source_as_written(src)} specialized to {value} by {guard}"
             code, at, site = probe.specialization_site(loc)
             if site is not None:
-                at = f"{_where(site[0], site[1])} in {site[2]}"
+                at = _place(site[2], site[0], site[1]).within
             if code.strip():
                 line += f" at `{code.strip()}`" + (f" ({at.strip()})" if at.strip() else "")
             d.specialized.append(line)

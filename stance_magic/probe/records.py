@@ -10,6 +10,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..place import Place
 from .frames import _describe_frame, keep_user_frames
 from .releases import RECORD_STACK_TRACE_SINCE
 from .shapes import GraphShapes
@@ -505,17 +506,15 @@ def split_recompile_reason(text: str, short_path: Callable[[str], str]) -> tuple
     frames = list(_USER_FRAME.finditer(text))
     if frames:
         m = frames[-1]
-        loc = short_path(m.group("file"))
-        sep = ", line " if loc.startswith("In [") else ":"
-        where = f"{loc}{sep}{m.group('line')}"
-        if m.group("fn"):
-            where += f" in {m.group('fn')}"
+        at = Place(m.group("fn") or "", short_path(m.group("file")), int(m.group("line")))
+        where = at.within if at.name else at.where
     else:
         # torch < 2.13 gives no user stack: only its own pointer, ``file:line in fn``
         where = parts[2] if len(parts) > 2 else ""
         m = _GUARD_POINTER.match(where)
         if m and short_path(m.group("file")).startswith("In ["):
-            where = f"{short_path(m.group('file'))}, line {m.group('line')}{m.group('rest')}"
+            at = Place(file=short_path(m.group("file")), line=int(m.group("line")))
+            where = at.where + m.group("rest")
     if code and where:
         return reason, f"{code} ({where})"
     return reason, code or where

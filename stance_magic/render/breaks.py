@@ -8,6 +8,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from ..place import with_source
 from ..text import cell_label, fmt_s
 from .labels import BREAK_COLUMNS, GRAPH_BREAKS
 from .links import _linked
@@ -25,8 +26,7 @@ def break_todo(g: Any) -> str:
     """One to-do line: where (the user's line first), what, its cost, the fix."""
     place = g.place
     if g.user_filename:
-        src = f" `{g.user_source}`" if g.user_source else ""
-        place = f"{g.user_where}{src} (inside {g.where})"
+        place = f"{with_source(g.user_where, g.user_source)} (inside {g.where})"
     head = g.gb_type or g.summary.split(":", 1)[0]
     tag = f" [{g.gb_id}]" if g.gb_id else ""
     cost = ""

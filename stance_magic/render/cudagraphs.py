@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..place import with_source
 from ..text import plural as _plural
 from .labels import CUDA_GRAPHS
 from .rows import Row
@@ -57,7 +58,7 @@ def cudagraph_skip_text(s: Any) -> str:
     if at:
         text += f"; in {at}"
     if s.where:
-        text += f"; at {s.where}" + (f" `{s.source}`" if s.source else "")
+        text += f"; at {with_source(s.where, s.source)}"
     return text
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..place import label
 from ..text import fmt_s
 from ..text import plural as _plural
 from .labels import CACHE_HITS, CACHE_LOOKUPS, COMPILED_CALL, PACE
@@ -131,9 +132,7 @@ def _lookup_details(lk: Any) -> list[str]:
     looked_up = [t for t in lk.targets if t.timed or t.untimed or t.sampled]
     if len(looked_up) > 1 or any(t.untimed for t in looked_up):
         for t in looked_up:
-            line = f"{t.name}"
-            if t.where:
-                line += f" ({t.where})"
+            line = label(t.name, t.where)
             parts = []
             if t.timed:
                 parts.append(f"{_plural(t.timed, 'lookup')} × {fmt_s(t.per_lookup_s)}")
@@ -182,7 +181,7 @@ def _parts_details(rep: Any) -> list[str]:
         p = t.parts
         if p is None:
             continue
-        where = f"{t.name} ({t.where})" if t.where else t.name
+        where = label(t.name, t.where)
         if p.calls:
             split = ", ".join(
                 f"{name} {fmt_s(v)}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..text import place
+from ..place import Place
 
 __all__ = ["GraphBreak"]
 
@@ -42,16 +42,26 @@ class GraphBreak:
     user_file: str = ""
 
     @property
+    def at(self) -> Place:
+        """Where it broke, with its line of source (see :mod:`stance_magic.place`)."""
+        file = (self.file or self.filename) if self.filename else ""
+        return Place("", file, self.line, self.source)
+
+    @property
+    def user_at(self) -> Place:
+        """For a break inside library code, the user's line that led there."""
+        file = (self.user_file or self.user_filename) if self.user_filename else ""
+        return Place("", file, self.user_line, self.user_source)
+
+    @property
     def where(self) -> str:
-        return place(self.file or self.filename, self.line) if self.filename else ""
+        """The text form of :attr:`at`: ``In [5], line 8`` ("" for no file)."""
+        return self.at.where
 
     @property
     def user_where(self) -> str:
-        return (
-            place(self.user_file or self.user_filename, self.user_line)
-            if self.user_filename
-            else ""
-        )
+        """The text form of :attr:`user_at`."""
+        return self.user_at.where
 
     @property
     def kind(self) -> str:
@@ -61,4 +71,4 @@ class GraphBreak:
     @property
     def place(self) -> str:
         """Where it broke with its line of source: ``In [5], line 8 `print(y)```."""
-        return " ".join(p for p in (self.where, f"`{self.source}`" if self.source else "") if p)
+        return self.at.with_source

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..text import place
+from ..place import Place, holds_places, worded
 
 __all__ = [
     "CacheUse",
@@ -18,12 +18,6 @@ __all__ = [
     "PrecompiledFrame",
     "Shared",
 ]
-
-
-def _named_place(name: str, loc: str, line: int | None) -> str:
-    """``f (In [3], line 2)``: a name and where it is (``?`` for no file)."""
-    loc = loc or "?"
-    return f"{name} ({place(loc, line)})" if line else f"{name} ({loc})"
 
 
 @dataclass
@@ -56,13 +50,15 @@ class CacheUse:
         return kinds[0] if len(kinds) == 1 else "mixed" if kinds else ""
 
 
+@holds_places
 @dataclass(frozen=True)
 class ColdCompile:
     """An earlier cell that generated the graphs a warm cell loaded."""
 
     seconds: float
+    #: the cell, a :class:`~stance_magic.place.Place` read as its words:
     #: ``In [4]`` (or ``cell 2``)
-    cell: str
+    cell: str = field(metadata=worded("where"))
     #: how many of the warm cell's compiles it matched
     matched: int
 
@@ -132,8 +128,14 @@ class PrecompiledFrame:
     file: str = ""
 
     @property
+    def at(self) -> Place:
+        """The frame's place (see :mod:`stance_magic.place`)."""
+        return Place(self.name, self.file or self.filename, self.line)
+
+    @property
     def where(self) -> str:
-        return _named_place(self.name, self.file or self.filename, self.line)
+        """The text form: ``f (In [3], line 2)``, ``f (?)`` for no file."""
+        return self.at.named
 
 
 @dataclass(frozen=True)
@@ -152,8 +154,14 @@ class LoadedFunction:
     file: str = ""
 
     @property
+    def at(self) -> Place:
+        """The function's place (see :mod:`stance_magic.place`)."""
+        return Place(self.name, self.file or self.filename, self.line)
+
+    @property
     def where(self) -> str:
-        return _named_place(self.name, self.file or self.filename, self.line)
+        """The text form: ``f (In [3], line 2)``, ``f (?)`` for no file."""
+        return self.at.named
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..place import holds_places, worded
 from ..text import first_line
 from .breaks import GraphBreak
 from .caches import CompileCaches, LoadedFunction, PrecompiledFrame, Shared
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["CellReport"]
 
 
+@holds_places
 @dataclass
 class CellReport:
     """What torch.compile did and cost in one measured cell.
@@ -111,8 +113,9 @@ class CellReport:
     memory_on: bool = False
     error: str | None = None
     #: the user's line that made the failing call (``In [4], line 2``; ""
-    #: where the traceback holds no line of the user's)
-    error_where: str = ""
+    #: where the traceback holds no line of the user's): it holds the user
+    #: frames' places (:func:`stance_magic.place.of`) and reads as their words
+    error_where: str = field(default="", metadata=worded("called_from"))
     frames: list[FrameCompile] = field(default_factory=list)
     #: --compare's figures (None for a cell measured once; see :class:`Comparison`)
     compare: Comparison | None = None

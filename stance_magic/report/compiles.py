@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import probe
-from .caches import CacheUse, _named_place
+from ..place import Place
+from .caches import CacheUse
 
 __all__ = ["PHASES", "FrameCompile"]
 
@@ -48,8 +49,14 @@ class FrameCompile:
     file: str = ""
 
     @property
+    def at(self) -> Place:
+        """The frame's place (see :mod:`stance_magic.place`)."""
+        return Place(self.name, self.file or self.filename, self.line)
+
+    @property
     def where(self) -> str:
-        return _named_place(self.name, self.file or self.filename, self.line)
+        """The text form: ``f (In [3], line 2)``, ``f (?)`` for no file."""
+        return self.at.named
 
     @property
     def source(self) -> str:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..place import holds_places, worded
+
 __all__ = ["CudaGraphFrame", "CudaGraphSkip", "CudaGraphs"]
 
 
+@holds_places
 @dataclass(frozen=True)
 class CudaGraphSkip:
     """Graphs torch ran without CUDA graphs for one reason (see
@@ -17,11 +20,13 @@ class CudaGraphSkip:
     #: inputs (1 instances)``; "" when torch gave none)
     reason: str
     count: int = 1
-    #: the compile it came from (``0/0``; "" at run time) and that compile's frame
+    #: the compile it came from (``0/0``; "" at run time) and that compile's
+    #: frame (a :class:`~stance_magic.place.Place` read as ``f (In [3], line 2)``)
     compile_id: str = ""
-    frame: str = ""
-    #: the user's line torch found the cause at (``In [3], line 2``) and its source
-    where: str = ""
+    frame: str = field(default="", metadata=worded("named"))
+    #: the user's line torch found the cause at (a place read as ``In [3],
+    #: line 2``) and its source
+    where: str = field(default="", metadata=worded("where"))
     source: str = ""
     #: the graph's devices, where torch skipped without a word (``cpu``)
     devices: list[str] = field(default_factory=list)
@@ -29,13 +34,16 @@ class CudaGraphSkip:
     logged: bool = True
 
 
+@holds_places
 @dataclass(frozen=True)
 class CudaGraphFrame:
     """The CUDA graphs torch recorded in the cell for one compiled frame
     (its forward, backward or inference graphs together)."""
 
-    #: the frame as the compiles row names it (``f (In [2], line 1)``)
-    frame: str
+    #: the frame as the compiles row names it: a
+    #: :class:`~stance_magic.place.Place` read as ``f (In [2], line 1)``
+    #: (``f (compile 0/1)`` where no compile of the cell names it)
+    frame: str = field(metadata=worded("named"))
     #: the compile ids whose graphs were recorded, in order
     compile_ids: list[str] = field(default_factory=list)
     recorded: int = 0
@@ -51,6 +59,7 @@ class CudaGraphFrame:
     sizes: list[list[int]] = field(default_factory=list)
 
 
+@holds_places
 @dataclass(frozen=True)
 class CudaGraphs:
     """CUDA graphs in the cell (``mode="reduce-overhead"``, the
@@ -71,12 +80,14 @@ class CudaGraphs:
     frames: list[CudaGraphFrame] = field(default_factory=list)
     #: frames torch warned could not leave their warm-up (eager) runs for
     #: replays: outputs of an earlier call still wait for their backward
-    pending_backward: list[str] = field(default_factory=list)
+    #: (places read as ``f (In [2], line 1)``, or ``f (compile 0/1)``)
+    pending_backward: list[str] = field(default_factory=list, metadata=worded("named"))
     #: the cell raised torch's error for reading an output of an earlier
     #: replay that a later replay overwrote; where torch says that output
-    #: was made (``In [3], line 2 `y = x @ x```), when its text says
+    #: was made (a place read as ``In [3], line 2 `y = x @ x```), when its
+    #: text says
     overwritten_output: bool = False
-    overwritten_made_at: str = ""
+    overwritten_made_at: str = field(default="", metadata=worded("with_source"))
 
     @property
     def empty(self) -> bool:

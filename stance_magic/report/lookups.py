@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..place import holds_places, worded
+
 __all__ = ["GPU_BOUND", "HOST_BOUND", "CallAccount", "CallParts", "LookupTarget", "Lookups"]
 
 
@@ -88,12 +90,15 @@ class CallParts:
         return sum(p for p in (self.wrapper_s, self.lookup_s, self.compiled_s) if p is not None)
 
 
+@holds_places
 @dataclass
 class LookupTarget:
     """Cache lookups of one compiled function in the cell, and its calls' parts."""
 
     name: str
-    where: str
+    #: the function's place, a :class:`~stance_magic.place.Place` read as
+    #: its words (``In [3], line 2``; "" for no file)
+    where: str = field(metadata=worded("where"))
     timed: int
     seconds: float
     untimed: int

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..place import holds_places, worded
+
 __all__ = ["Budget", "DynamicShapes", "GuardFailure", "Recompile", "RecompileLimit"]
 
 
@@ -25,12 +27,18 @@ class GuardFailure:
         return head if "/" in head else ""
 
 
+@holds_places
 @dataclass
 class Recompile:
-    """One recompile: torch's reason, where the frame is, and the guard's source."""
+    """One recompile: torch's reason, where the frame is, and the guard's source.
+
+    ``where``, ``called_from`` and ``stack`` hold places
+    (:class:`~stance_magic.place.Place`) and read as their words (see
+    :func:`stance_magic.place.of` for the places)."""
 
     reason: str
-    where: str
+    #: the frame: ``f (In [3], line 2)``
+    where: str = field(metadata=worded("named"))
     compile_id: str
     #: the user's line the failed guard came from, as torch points at it
     guard_source: str = ""
@@ -39,19 +47,23 @@ class Recompile:
     failures: list[GuardFailure] = field(default_factory=list)
     #: the user's line that made the recompiling call (``In [3], line 2``;
     #: ``In [1], line 2 in helper, from In [3], line 2`` through a function),
-    #: read from the stack when torch compiled ("" where none was found)
-    called_from: str = ""
+    #: read from the stack when torch compiled ("" where none was found);
+    #: it holds that stack's places
+    called_from: str = field(default="", metadata=worded("called_from"))
     #: every user frame of that call, innermost first (``In [1], line 2 in
     #: helper``), torch's and the notebook machinery's frames left out
-    stack: list[str] = field(default_factory=list)
+    stack: list[str] = field(default_factory=list, metadata=worded("frame"))
 
 
+@holds_places
 @dataclass
 class RecompileLimit:
     """A frame that reached torch's recompile limit: torch stops compiling
     it and runs every call that no cache entry matches eagerly."""
 
-    where: str
+    #: the frame, a :class:`~stance_magic.place.Place` read as its words:
+    #: ``f (In [3], line 2)`` (a frame with no file by its name alone)
+    where: str = field(metadata=worded("label"))
     #: torch's config name, as the installed torch spells it
     config: str
     limit: int | None
@@ -76,11 +88,14 @@ class RecompileLimit:
         return f"torch._dynamo.config.{self.config}"
 
 
+@holds_places
 @dataclass
 class Budget:
     """A frame's cache entries against the recompile limit, after the cell."""
 
-    where: str
+    #: the frame, a :class:`~stance_magic.place.Place` read as its words:
+    #: ``f (In [3], line 2)`` (a frame with no file by its name alone)
+    where: str = field(metadata=worded("label"))
     entries: int
     limit: int | None
     config: str
@@ -103,13 +118,16 @@ class Budget:
         return f"{self.entries}/{self.limit if self.limit is not None else '?'}"
 
 
+@holds_places
 @dataclass
 class DynamicShapes:
     """One compiled graph's inputs: which sizes are symbols, why, and which the
     code specialized (names as torch gave them: ``s77``)."""
 
     compile_id: str
-    where: str
+    #: the graph's frame, a :class:`~stance_magic.place.Place` read as its
+    #: words (``f (In [3], line 2)``; "" when unknown)
+    where: str = field(metadata=worded("named"))
     #: ``x: [s77, 128]``
     inputs: list[str] = field(default_factory=list)
     #: ``s77 = x.size()[0]: mark_dynamic``

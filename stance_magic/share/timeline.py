@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..paths import shorten_paths
+from ..place import Place
 from ..text import cell_label
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def timeline_events(
 
     for b in window.graph_breaks:
         ts = (b.time_s - wall0) * 1e6 if b.time_s is not None else 0.0
-        where = f"{shorten_paths(b.filename)}:{b.line}" if b.filename else "?"
+        where = Place(file=shorten_paths(b.filename) if b.filename else "", line=b.line).path_line
         ev.append(
             _i(
                 f"graph break {where}",
