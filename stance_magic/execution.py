@@ -27,8 +27,16 @@ def compile_cell(shell: Any, cell: str, number: int) -> Callable[[], Any]:
     __tracebackhide__ = True
     transformed = shell.transform_cell(cell) if _needs_transform(cell) else cell
     filename = shell.compile.cache(transformed, number, raw_code=cell)
-    # IPython asks this of the transformed cell too (its input_hist_parsed)
-    key = (transformed, shell.compile.flags, _ends_with_semicolon(transformed))
+    # IPython asks this of the transformed cell too (its input_hist_parsed);
+    # the answer depends on the source alone, so a cell run again is not
+    # tokenized again (about 7 µs)
+    semicolon = _SEMICOLON.get(transformed)
+    if semicolon is None:
+        semicolon = _ends_with_semicolon(transformed)
+        if len(_SEMICOLON) >= _COMPILED_MAX:
+            _SEMICOLON.pop(next(iter(_SEMICOLON)))
+        _SEMICOLON[transformed] = semicolon
+    key = (transformed, shell.compile.flags, semicolon)
     cached = None if shell.ast_transformers else _COMPILED.get(key)
     if cached is not None:
         # the same source compiled before, under another cell's file name
@@ -68,6 +76,8 @@ def compile_cell(shell: Any, cell: str, number: int) -> Callable[[], Any]:
 #: (the common case while experimenting) then costs no parse or compile.
 _COMPILED: dict[tuple[str, int, bool], tuple[types.CodeType, types.CodeType | None]] = {}
 _COMPILED_MAX = 64
+#: _ends_with_semicolon's answer per transformed source (it reads the source alone)
+_SEMICOLON: dict[str, bool] = {}
 
 
 def _compile(

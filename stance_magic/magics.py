@@ -92,11 +92,16 @@ def _word_problem_of(parser: Any, argv: list[str], cell: bool) -> str | None:
     return word_problem(args, form_of(args, cell))
 
 
-def _parse(line: str, cell: bool) -> tuple[Any, str]:
+def _parse(line: str, cell: bool, quiet: bool = False) -> tuple[Any, str]:
     """Parse and check the magic's line: its options and its form (cached: the
-    same line parses and checks the same way; a refused line raises)."""
+    same line parses and checks the same way; a refused line raises).
+    ``quiet``: as if the line had -q. The cached options are shared, never
+    written: a copy is made only where -q is added."""
     args, form = _parse_cached(line, cell)
-    return copy.copy(args), form
+    if quiet and not args.quiet:
+        args = copy.copy(args)
+        args.quiet = True
+    return args, form
 
 
 @magics_class
@@ -245,9 +250,7 @@ class StanceMagics(Magics):
     @line_cell_magic
     def stance(self, line: str = "", cell: str | None = None) -> Any:
         __tracebackhide__ = True
-        args, form = _parse(line, cell is not None)
-        if self.quiet:
-            args.quiet = True
+        args, form = _parse(line, cell is not None, self.quiet)
         try:
             if cell is None:
                 return self._line(args, form)

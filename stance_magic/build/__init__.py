@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import place, probe
-from ..report import PHASES, CellReport, Comparison, Gathered, Shared
+from ..report import PHASES, CallAccount, CellReport, Comparison, CompileCaches, Gathered, Shared
 from .breaks import _break_costs, _group_breaks
 from .caches import CACHE_LABELS, _loaded_functions, _precompiled, compile_caches
 from .closed import Closed, _nothing_seen
@@ -116,6 +116,14 @@ def build_report(
     )
 
 
+#: The calls, the files shared and the compile caches of a window that saw
+#: nothing (frozen: every empty cell's report shares them, as it shares
+#: the empty lookups, instead of making its own).
+_NO_CALLS = CallAccount()
+_NO_SHARED = Shared()
+_NO_COMPILE_CACHES = CompileCaches()
+
+
 def _nothing_fields(
     closed: Closed, figures: Sequence[probe.MemoryFigure], notes: Sequence[str]
 ) -> dict[str, Any]:
@@ -124,6 +132,9 @@ def _nothing_fields(
     return {
         "compile_breakdown": dict.fromkeys(PHASES, 0.0),
         "lookups": _NO_LOOKUPS,
+        "calls": _NO_CALLS,
+        "shared": _NO_SHARED,
+        "compile_caches": _NO_COMPILE_CACHES,
         "notes": _notes(closed, figures, None) + list(notes)
         if figures or notes or closed.notes or closed.profiler_error
         else [],

@@ -14,11 +14,7 @@ from typing import Any, Callable
 from ..anatomy import CallClock, LookupBounds
 from ..breaks import (
     GraphBreakEvent,
-    _breaks_from_counters,
     _graph_break_counters,
-)
-from ..frames import (
-    describe_callable,
 )
 from ..monitoring import CallStarts
 from ..patches import Patches
@@ -35,12 +31,18 @@ from .compiles import CompilesMixin
 from .install import InstallMixin
 from .logs import LogsMixin
 from .misses import MissesMixin
-from .outcomes import CALL_CACHED
-from .window import MissEvent, Window, _Mark, _target, fold
+from .window import MissEvent, Window, WindowMixin, _Mark
 
 
 class Recorder(
-    InstallMixin, LogsMixin, CallsMixin, AccountMixin, MissesMixin, CompilesMixin, AotMixin
+    WindowMixin,
+    InstallMixin,
+    LogsMixin,
+    CallsMixin,
+    AccountMixin,
+    MissesMixin,
+    CompilesMixin,
+    AotMixin,
 ):
     """Measures torch.compile while at least one window is open.
 
@@ -269,12 +271,9 @@ class Recorder(
             # the running state is clear: __init__ and the last stop() cleared it
             self._window_timed.clear()
             self._bounds.new_cell()
-            self._install_log_capture()
-            try:
-                self._install_hooks()
-            except BaseException:
-                self._uninstall_log_capture()
-                raise
+            # the graph-break capture goes in with the hooks a lookup or a
+            # compile needs (_arm): a window with no dispatch logs no break
+            self._install_hooks()
         elif self._sentinel_gone():
             self._register_sentinel()
         ident = self._get_ident()
@@ -289,7 +288,7 @@ class Recorder(
             events=len(self._events),
             miss_events=len(self._miss_list),
             generation=self._reset_hits,
-            counters=None if self._log_on else _graph_break_counters(),
+            counters=None if self._log_capture_available() else _graph_break_counters(),
             context=context,
             sampled={s: s.hits for s in self._counted.values() if s.hits},
             overhead_s=self._bounds.overhead_s,
@@ -324,6 +323,10 @@ class Recorder(
         window = self._window(mark)
         window.reset_seen = reset_seen or self._reset_hits != mark.generation
         mark.closed = True
+        # the window's name is read only while it is open; dropping it breaks
+        # the cycle measurement -> mark -> measurement.context (the window's
+        # objects are freed at once, not by the garbage collector)
+        mark.context = None
         self._marks.remove(mark)
         n = self._threads.get(mark.thread, 0) - 1
         if n > 0:
@@ -338,66 +341,6 @@ class Recorder(
             self._uninstall_log_capture()
             if touched:
                 self._clear_running()
-        return window
-
-    def _window(self, mark: _Mark) -> Window:
-        precompiled = SOURCE_CHECK.events(mark.precompile)
-        if (
-            not self._armed
-            and not precompiled
-            and mark.counters is None
-            and len(self._records) == mark.records
-            and len(self._breaks) == mark.breaks
-            and len(self._events) == mark.events
-            and len(self._miss_list) == mark.miss_events
-        ):
-            # nothing was dispatched, compiled or logged: the window saw nothing
-            return Window()
-        records = self._records[mark.records :]
-        info = {id(r): self._info.get(id(r), RecordInfo()) for r in records}
-        window = Window(
-            records=records,
-            info=info,
-            hits=self._hits - mark.hits,
-            misses=self._misses - mark.misses,
-            compiled_calls=self._calls - mark.calls,
-            graph_breaks=list(self._breaks[mark.breaks :]),
-            overhead_s=self._bounds.overhead_s - mark.overhead_s,
-            precompiled=list(precompiled),
-        )
-        if mark.counters is not None:  # no log artifact in this torch
-            window.break_source = "counters"
-            window.graph_breaks = _breaks_from_counters(mark.counters)
-        targets, keys = fold(window, self._events[mark.events :])
-        cached = (CALL_CACHED, "")
-        n = self._cached - mark.cached  # calls resolved cached without an event
-        if n:
-            window.calls[cached] = window.calls.get(cached, 0) + n
-        for sampling in self._counted.values():
-            # counted-only hits: a count per function, not an event each
-            n = sampling.hits - mark.sampled.get(sampling, 0)
-            if n:
-                if sampling.key not in keys:
-                    keys.append(sampling.key)
-                _target(targets, sampling.key).sampled += n
-                window.calls[cached] = window.calls.get(cached, 0) + n
-        for obj in keys:
-            self._lookup_bound(obj, _target(targets, obj))
-        window.targets = list(targets.values())
-        window.resume_timing_off = None if self._resume.on else self._resume.reason
-        window.budgets = self._budgets(window, keys)
-        for miss in self._miss_list[mark.miss_events :]:
-            window.miss_events.append(
-                MissEvent(
-                    key=describe_callable(miss.key),
-                    stance=miss.stance,
-                    outcome=miss.outcome,
-                    failures=list(miss.failures),
-                    limit=miss.limit,
-                    compile_id=miss.compile_id,
-                    defined=dict(miss.defined),
-                )
-            )
         return window
 
     def close_all(self) -> None:

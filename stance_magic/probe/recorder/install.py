@@ -119,6 +119,9 @@ class InstallMixin:
         if self._armed or not self._hooks_on:
             return
         self._armed = True
+        # torch logs a graph break only while Dynamo traces a frame, which a
+        # dispatch starts: the capture is on from here (see LogsMixin)
+        self._install_log_capture()
         t = _torch_hooks()
         guard_hook = self._hook_fns[1] if self._hook_fns else None
         self._prev_guard_hook = t.c_eval_frame.set_guard_complete_hook(guard_hook)

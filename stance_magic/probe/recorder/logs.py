@@ -62,6 +62,15 @@ class LogsMixin:
 
     __slots__ = ()
 
+    def _log_capture_available(self) -> bool:
+        """Whether this torch has ``graph_breaks`` loggers to capture (read
+        once); without them a window reads torch's break counters instead."""
+        loggers = self._log_loggers
+        if loggers is None:
+            self._log_torch, loggers = _graph_break_loggers()
+            self._log_loggers = loggers
+        return bool(loggers)
+
     def _install_log_capture(self) -> None:
         """Attach the graph-break handler to torch's ``graph_breaks`` loggers
         for the outermost window; :meth:`_uninstall_log_capture` puts each

@@ -10,11 +10,12 @@ from typing import Any
 
 from ..breaks import (
     GraphBreakEvent,
+    _breaks_from_counters,
 )
 from ..frames import (
     describe_callable,
 )
-from ..precompile import PrecompileEvent
+from ..precompile import SOURCE_CHECK, PrecompileEvent
 from ..records import (
     CompileRecord,
     FrameBudget,
@@ -37,7 +38,7 @@ from .events import (
     Parts,
     Profiled,
 )
-from .outcomes import _NO_MISS_EAGER, CALL_EAGER, MISS_NONE
+from .outcomes import _NO_MISS_EAGER, CALL_CACHED, CALL_EAGER, MISS_NONE
 
 
 @dataclass
@@ -297,3 +298,71 @@ def fold(window: Window, events: list[Any]) -> tuple[dict[Any, Target], list[Any
         else:  # pragma: no cover - a new kind must be folded here
             raise TypeError(f"unknown recorder event {ev!r}")
     return targets, keys
+
+
+class WindowMixin:
+    """Makes a closed window's :class:`Window` from the recorder's running
+    state and its events. A part of
+    :class:`~stance_magic.probe.recorder.Recorder`, whose slots it shares."""
+
+    __slots__ = ()
+
+    def _window(self, mark: _Mark) -> Window:
+        precompiled = SOURCE_CHECK.events(mark.precompile)
+        if (
+            not self._armed
+            and not precompiled
+            and mark.counters is None
+            and len(self._records) == mark.records
+            and len(self._breaks) == mark.breaks
+            and len(self._events) == mark.events
+            and len(self._miss_list) == mark.miss_events
+        ):
+            # nothing was dispatched, compiled or logged: the window saw nothing
+            return Window()
+        records = self._records[mark.records :]
+        info = {id(r): self._info.get(id(r), RecordInfo()) for r in records}
+        window = Window(
+            records=records,
+            info=info,
+            hits=self._hits - mark.hits,
+            misses=self._misses - mark.misses,
+            compiled_calls=self._calls - mark.calls,
+            graph_breaks=list(self._breaks[mark.breaks :]),
+            overhead_s=self._bounds.overhead_s - mark.overhead_s,
+            precompiled=list(precompiled),
+        )
+        if mark.counters is not None:  # no log artifact in this torch
+            window.break_source = "counters"
+            window.graph_breaks = _breaks_from_counters(mark.counters)
+        targets, keys = fold(window, self._events[mark.events :])
+        cached = (CALL_CACHED, "")
+        n = self._cached - mark.cached  # calls resolved cached without an event
+        if n:
+            window.calls[cached] = window.calls.get(cached, 0) + n
+        for sampling in self._counted.values():
+            # counted-only hits: a count per function, not an event each
+            n = sampling.hits - mark.sampled.get(sampling, 0)
+            if n:
+                if sampling.key not in keys:
+                    keys.append(sampling.key)
+                _target(targets, sampling.key).sampled += n
+                window.calls[cached] = window.calls.get(cached, 0) + n
+        for obj in keys:
+            self._lookup_bound(obj, _target(targets, obj))
+        window.targets = list(targets.values())
+        window.resume_timing_off = None if self._resume.on else self._resume.reason
+        window.budgets = self._budgets(window, keys)
+        for miss in self._miss_list[mark.miss_events :]:
+            window.miss_events.append(
+                MissEvent(
+                    key=describe_callable(miss.key),
+                    stance=miss.stance,
+                    outcome=miss.outcome,
+                    failures=list(miss.failures),
+                    limit=miss.limit,
+                    compile_id=miss.compile_id,
+                    defined=dict(miss.defined),
+                )
+            )
+        return window
