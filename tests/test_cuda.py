@@ -176,8 +176,8 @@ def test_with_cuda_each_timed_call_is_marked_on_the_stream(sh, syncs, monkeypatc
     rep = last(sh)
     (t,) = rep.lookups.targets
     p = t.parts
-    # the first 64 calls and 1 in 16 after them are timed: every one marked
-    assert p.device_calls == p.calls == 64 + (300 - 64) // 16
+    # the first 64 calls and 1 in SAMPLE_EVERY after them are timed: every one marked
+    assert p.device_calls == p.calls == 64 + (300 - 64) // probe.SAMPLE_EVERY
     events = FakeEvent.made[-2 * p.device_calls :]
     spans = [b.t - a.t for a, b in zip(events[::2], events[1::2])]
     assert all(s > 0 for s in spans)

@@ -102,7 +102,8 @@ class Watched:
                 elif first is None:
                     first = err  # the others still close
         for w in self.watches:
-            self.results.setdefault(w.name, w.empty)
+            if w.name not in self.results:
+                self.results[w.name] = w.empty
         if first is not None:
             raise first
         return self.results

@@ -31,7 +31,7 @@ from .compiles import CompilesMixin
 from .install import InstallMixin
 from .logs import LogsMixin
 from .misses import MissesMixin
-from .window import MissEvent, Window, WindowMixin, _Mark
+from .window import EMPTY_WINDOW, MissEvent, Window, WindowMixin, _Mark
 
 
 class Recorder(
@@ -256,7 +256,7 @@ class Recorder(
 
     @property
     def empty(self) -> Window:
-        return Window()
+        return EMPTY_WINDOW
 
     def failure_note(self, err: BaseException) -> str:
         return f"not measured: {type(err).__name__}: {err}"
@@ -303,7 +303,7 @@ class Recorder(
         (``error``: what the block raised, if it did: the last call, where
         its end was not seen, is taken to have raised it)."""
         if mark.closed or mark not in self._marks:
-            return Window()
+            return EMPTY_WINDOW
         if self._pending is not None:
             self._settle_miss()
         if self._open is not None and mark is self._marks[0]:
@@ -321,7 +321,10 @@ class Recorder(
             self._reset_hits += 1
             self._register_sentinel()
         window = self._window(mark)
-        window.reset_seen = reset_seen or self._reset_hits != mark.generation
+        if reset_seen or self._reset_hits != mark.generation:
+            if window is EMPTY_WINDOW:
+                window = Window()
+            window.reset_seen = True
         mark.closed = True
         # the window's name is read only while it is open; dropping it breaks
         # the cycle measurement -> mark -> measurement.context (the window's

@@ -240,6 +240,12 @@ def _target(targets: dict[Any, Target], obj: Any) -> Target:
     return t
 
 
+
+#: What a window that saw nothing gives (the common empty cell): one shared
+#: instance, never written (only the recorder writes a window, and never
+#: this one: a window that saw a reset gets its own).
+EMPTY_WINDOW = Window()
+
 def fold(window: Window, events: list[Any]) -> tuple[dict[Any, Target], list[Any]]:
     """A window's slice of the recorder's events folded into its figures:
     the calls by outcome, the loads, the lookups on a timeline (into
@@ -319,7 +325,7 @@ class WindowMixin:
             and len(self._miss_list) == mark.miss_events
         ):
             # nothing was dispatched, compiled or logged: the window saw nothing
-            return Window()
+            return EMPTY_WINDOW
         records = self._records[mark.records :]
         info = {id(r): self._info.get(id(r), RecordInfo()) for r in records}
         window = Window(
