@@ -25,7 +25,7 @@ taken five ways, interleaved round by round (the order rotates):
   recorder's counted-only calls make them (the compile_wrapper frame and its
   identity at the lookup, ``threading.get_ident``, torch's stance);
 * **stance_magic**: the recorder with a window open, past each function's
-  first 64 timed lookups (counted-only calls, 1 in 32 timed).
+  first 64 timed lookups (counted-only calls, 1 in 16 timed).
 
 Figures are medians over the rounds of the per-call time; "added" and the
 ratios are paired per round against bare. The counts each variant made are

@@ -329,7 +329,7 @@ def test_parts_add_up_and_show_in_text_html_and_csv(ticking):
     assert res.success
     rep = last(sh)
     p = rep.call_parts
-    # every lookup counted (past the first 64 of the function, 1 in 32 timed);
+    # every lookup counted (past the first 64 of the function, 1 in 16 timed);
     # none under the profiler (it ran in the first cells)
     lk = rep.lookups
     assert rep.cache_hits == 100 == lk.timed + lk.sampled and lk.calibrated == 0

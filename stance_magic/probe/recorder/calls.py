@@ -42,7 +42,7 @@ from .window import MissEvent, Target
 #: function (a miss is always handled in full). The report extrapolates the
 #: total from the timed ones and says how many were timed.
 SAMPLE_FIRST = 64
-SAMPLE_EVERY = 32
+SAMPLE_EVERY = 16
 
 
 class _Sampling:
