@@ -73,7 +73,7 @@ def styled_table(
 def _tight(columns: int) -> str:
     """The style that sets a table of ``columns`` tighter ("" for a narrow one;
     the last declaration wins)."""
-    return ";font-size:11px;padding:2px 4px" if columns >= WIDE else ""
+    return ";font-size:11px;padding:2px 3px" if columns >= WIDE else ""
 
 
 def html_table(head: Sequence[str], body: Sequence[Sequence[str]], caption: str = "") -> str:
