@@ -240,11 +240,11 @@ def _target(targets: dict[Any, Target], obj: Any) -> Target:
     return t
 
 
-
 #: What a window that saw nothing gives (the common empty cell): one shared
 #: instance, never written (only the recorder writes a window, and never
 #: this one: a window that saw a reset gets its own).
 EMPTY_WINDOW = Window()
+
 
 def fold(window: Window, events: list[Any]) -> tuple[dict[Any, Target], list[Any]]:
     """A window's slice of the recorder's events folded into its figures:
