@@ -20,6 +20,28 @@ __all__ = [
 ]
 
 
+class NamedPlace:
+    """The place of a record named by a function and its file (its fields
+    ``name``, ``filename``, ``line`` and ``file``, the file as a reader
+    knows it): :attr:`at` and its words, :attr:`where`."""
+
+    __slots__ = ()
+    name: str
+    filename: str
+    line: int | None
+    file: str
+
+    @property
+    def at(self) -> Place:
+        """The place (see :mod:`stance_magic.place`)."""
+        return Place(self.name, self.file or self.filename, self.line)
+
+    @property
+    def where(self) -> str:
+        """The text form: ``f (In [3], line 2)``, ``f (?)`` for no file."""
+        return self.at.named
+
+
 @dataclass
 class CacheUse:
     """What one compile found in one compile cache (AOTAutograd's, or
@@ -111,7 +133,7 @@ class CompileCaches:
 
 
 @dataclass(frozen=True)
-class PrecompiledFrame:
+class PrecompiledFrame(NamedPlace):
     """A lookup of Dynamo's precompiled frames (``caching_precompile``) at a
     ``torch.compile(fn)`` in the block: ``outcome`` is ``"hit"`` (torch
     installed the saved frame: no tracing), ``"stale"`` (the cell's code
@@ -127,19 +149,9 @@ class PrecompiledFrame:
     why: str = ""
     file: str = ""
 
-    @property
-    def at(self) -> Place:
-        """The frame's place (see :mod:`stance_magic.place`)."""
-        return Place(self.name, self.file or self.filename, self.line)
-
-    @property
-    def where(self) -> str:
-        """The text form: ``f (In [3], line 2)``, ``f (?)`` for no file."""
-        return self.at.named
-
 
 @dataclass(frozen=True)
-class LoadedFunction:
+class LoadedFunction(NamedPlace):
     """A compiled function read back with ``torch.compiler.load_compiled_function``
     (saved from an ``aot_compile``): no tracing, no compile record; ``seconds``
     is the load, timed around torch's function."""
@@ -152,16 +164,6 @@ class LoadedFunction:
     error: str | None = None
     #: the file as a reader knows it (``In [3]``, ``site-packages/…``)
     file: str = ""
-
-    @property
-    def at(self) -> Place:
-        """The function's place (see :mod:`stance_magic.place`)."""
-        return Place(self.name, self.file or self.filename, self.line)
-
-    @property
-    def where(self) -> str:
-        """The text form: ``f (In [3], line 2)``, ``f (?)`` for no file."""
-        return self.at.named
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import probe
-from ..place import Place
-from .caches import CacheUse
+from .caches import CacheUse, NamedPlace
 
 __all__ = ["PHASES", "FrameCompile"]
 
@@ -16,7 +15,7 @@ PHASES = probe.PHASES
 
 
 @dataclass
-class FrameCompile:
+class FrameCompile(NamedPlace):
     """One compile record of the cell: a frame (forward) or a lazy backward."""
 
     compile_id: str
@@ -47,16 +46,6 @@ class FrameCompile:
     #: the file as a reader knows it (``In [3]``, ``site-packages/…``); the
     #: file name itself when empty
     file: str = ""
-
-    @property
-    def at(self) -> Place:
-        """The frame's place (see :mod:`stance_magic.place`)."""
-        return Place(self.name, self.file or self.filename, self.line)
-
-    @property
-    def where(self) -> str:
-        """The text form: ``f (In [3], line 2)``, ``f (?)`` for no file."""
-        return self.at.named
 
     @property
     def source(self) -> str:

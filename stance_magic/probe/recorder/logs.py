@@ -88,12 +88,9 @@ class LogsMixin:
         """
         if self._log_on:
             return
-        loggers = self._log_loggers
-        if loggers is None:
-            self._log_torch, loggers = _graph_break_loggers()
-            self._log_loggers = loggers
-        if not loggers:  # pragma: no cover - older torch: counters instead
+        if not self._log_capture_available():  # pragma: no cover - older torch: counters
             return
+        loggers = self._log_loggers
         if self._handler is None:
             self._handler = _BreakHandler(self)
         # torch rebinds its log_state (set_logs, TORCH_LOGS): read each time
