@@ -439,3 +439,31 @@ def test_an_activation_pinned_at_a_frame_address_unpins_the_one_before():
     assert (b.frame_id, rec._acts[100]) == (100, b)
     rec._pin(a, 200)
     assert (a.frame_id, rec._acts[200], rec._acts[100]) == (200, a, b)
+
+
+def test_a_long_loops_spot_checks_past_the_cap_time_their_lookup_only(sh):
+    """The call's parts (probe.anatomy: the clock's wrappers in torch until
+    the call ends) are taken by a window's first PARTS_PER_WINDOW timed
+    lookups of a function; its later spot checks time their lookup only (1
+    in SAMPLE_EVERY still), and every call is still counted."""
+    from stance_magic.probe.recorder.calls import PARTS_PER_WINDOW
+
+    assert sh.run_cell(SETUP).success
+    n = probe.SAMPLE_FIRST + probe.SAMPLE_EVERY * (PARTS_PER_WINDOW + 40)
+    res, _ = run(sh, f"%%stance default -q\nfor _ in range({n}):\n    small(x)")
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    assert len(sh.user_ns["calls"]) == n and rep.cache_hits == n - 1
+    (s,) = rep.lookups.targets
+    assert s.timed + s.sampled == n - 1
+    assert s.timed == expected_timed(n - 1 - s.calibrated) > PARTS_PER_WINDOW + 30
+    # the parts' medians are over the capped timed calls (those the profiler
+    # ran over have no parts: its events slow a call)
+    assert s.parts is not None
+    assert PARTS_PER_WINDOW - anatomy.CALIBRATION_CALLS <= s.parts.calls <= PARTS_PER_WINDOW
+    # a later cell: its spot checks take parts up to the cap again
+    res, _ = run(sh, f"%%stance default -q\nfor _ in range({n}):\n    small(x)")
+    rep = last(sh)
+    (s,) = rep.lookups.targets
+    assert rep.cache_hits == n and s.timed + s.sampled == n
+    assert s.parts is not None and 0 < s.parts.calls <= PARTS_PER_WINDOW
