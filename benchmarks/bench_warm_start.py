@@ -29,8 +29,9 @@ cell's report read back: its compile time, the Dynamo tracing in it (paid in
 every case but a precompiled frame used), the compile caches' hits and
 misses and what became of the precompiled frame; the ``torch.compile()``
 line's own time (where a precompiled frame is installed, with Inductor's
-import); and, from the cache directory, how many C++ kernels (shared
-objects) the kernel built. Ratios are to (a), per round (paired), then the
+import); and, from the cache directory, how many C++ binaries (shared
+objects: kernels and Inductor's CPU-feature checks) the kernel built, less
+those the loaded file brought. Ratios are to (a), per round (paired), then the
 median over rounds. The models compile with Inductor (torch.compile's
 default backend): the tour's block (LayerNorm + MLP, 1024×128,
 ``notebooks/01_tour.ipynb``) under ``no_grad``, the same block's training
@@ -219,14 +220,24 @@ def one_kernel(
             result["saved_bytes"] = save.stat().st_size
     finally:
         k.close()
-    # C++ kernels this kernel compiled (shared objects new in the directory):
-    # torch's mega-cache carries the generated code, not the compiled C++
-    result["kernels_compiled"] = _compiled_kernels(cache_dir) - so_before
+    # C++ binaries this kernel compiled: shared objects new in the directory
+    # that the loaded file did not bring (torch's mega-cache carries the
+    # generated code, not the compiled C++; the file carries both)
+    brought = _carried(load) if load else set()
+    result["kernels_compiled"] = len(_compiled_kernels(cache_dir) - so_before - brought)
     return result
 
 
-def _compiled_kernels(cache_dir: Path) -> int:
-    return sum(1 for _ in cache_dir.rglob("*.so"))
+def _compiled_kernels(cache_dir: Path) -> set[str]:
+    return {p.name for p in cache_dir.rglob("*.so")}
+
+
+def _carried(path: Path) -> set[str]:
+    """The names of the compiled binaries a cache file carries (its header)."""
+    with open(path, "rb") as f:
+        f.readline()
+        header = json.loads(f.readline())
+    return {Path(rel).name for rel, _ in header.get("kernels") or []}
 
 
 def bench(models: list[str], rounds: int, work: Path) -> dict[str, Any]:
@@ -299,7 +310,7 @@ def format_results(res: dict[str, Any]) -> str:
         head = (
             f"  {'scenario':<55} {'first result':>13} {'ratio to (a)':>13} "
             f"{'Dynamo tracing':>15} {'compile':>9} {'FX hit/miss':>11} {'AOT hit/miss':>12} "
-            f"{'C++ kernels built':>17} {'precompiled':>12} {'torch.compile()':>15}"
+            f"{'C++ binaries built':>18} {'precompiled':>12} {'torch.compile()':>15}"
         )
         lines.append(head)
         for key, label in SCENARIOS:
@@ -308,7 +319,7 @@ def format_results(res: dict[str, Any]) -> str:
                 f"  {label:<55} {fmt_t(s['first_s']['median']):>13} "
                 f"{s['ratio']['median']:>12.2f}× {fmt_t(s['dynamo_s']['median']):>15} "
                 f"{fmt_t(s['compile_s']['median']):>9} {s['fx']:>11} {s['aot']:>12} "
-                f"{s['kernels_compiled']:>17} {','.join(s['precompiled']) or '-':>12} "
+                f"{s['kernels_compiled']:>18} {','.join(s['precompiled']) or '-':>12} "
                 f"{fmt_t(s['torch_compile_s']['median']):>15}"
             )
     if "tour" in res["models"]:

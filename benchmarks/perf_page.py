@@ -527,7 +527,7 @@ def warm_start(w: Json) -> list[str]:
             *(", ".join(models[n][k]["aot"] for k in keys) for n in names),
         ],
         [
-            "C++ kernels built (shared objects new in the cache directory)",
+            "C++ binaries built (new in the cache directory, less those a loaded file brought)",
             *(" / ".join(str(models[n][k]["kernels_compiled"]) for k in keys) for n in names),
         ],
         [

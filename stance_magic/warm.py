@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from .probe.caches import Artifact
 
 MAGIC = b"stance_magic compile cache\n"
-FORMAT = 1
+#: 2: torch's blob, then the compiled C++ kernels (header ``kernels``); 1: the blob alone
+FORMAT = 2
 #: header lines longer than this are not ours
 _MAX_HEADER = 64 * 1024
 
@@ -47,6 +48,9 @@ KIND_LABELS = {
     "pgo": "automatic-dynamic (PGO) profiles",
     "autotune": "autotune results",
     "precompile": "precompiled frames",
+    # stance_magic's own: the C++ binaries the mega-cache leaves out (CPU
+    # kernels and Inductor's CPU-feature checks)
+    "kernels": "compiled C++ binaries",
 }
 
 #: keys loaded by load_cache in this process -> the file they came from
@@ -194,6 +198,11 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
         )
     blob, artifacts = result
     counts, nbytes, keys = _counts(artifacts)
+    kernels = pc.compiled_kernels()
+    if kernels:
+        counts["kernels"] = len(kernels)
+        nbytes["kernels"] = sum(len(k[1]) for k in kernels)
+    tail = b"".join(k[1] for k in kernels)
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     torch_version = pc.torch_version_string()
     header = {
@@ -206,8 +215,12 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
         "artifacts": counts,
         # precompiled frames saved without their compiled graphs (see _BackendsMissing)
         "precompile_without_graphs": missing.count,
+        # the compiled C++ kernels after the blob: [path, bytes] each, in order
+        "kernels": [[rel, len(b)] for rel, b in kernels],
+        "kernels_sha256": hashlib.sha256(tail).hexdigest(),
+        "platform": pc.kernel_platform(),
     }
-    data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + blob
+    data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + blob + tail
     try:
         target = export.atomic_write(path, data)
     except OSError as err:
@@ -303,6 +316,13 @@ def precompile(on: bool | None = None) -> str:
 def read_cache_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes]:
     """(header, torch's blob) of a cache file, checked: the format, this
     torch's version, the size and the checksum. Raises :class:`WarmStartError`."""
+    header, blob, _ = _read(path)
+    return header, blob
+
+
+def _read(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes, list[tuple[str, bytes]]]:
+    """:func:`read_cache_file`, and the compiled kernels after the blob
+    (format 2), checked as the blob is."""
     from .probe import caches as pc
 
     _check_support()
@@ -341,18 +361,34 @@ def read_cache_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes
             f"{p} was saved by torch {header.get('torch')}; this is torch {here}: torch's "
             "cache artifacts load only into the torch that wrote them (nothing was loaded)"
         )
-    blob = data[end + 1 :]
+    body = data[end + 1 :]
     want = header.get("blob_bytes")
-    if want != len(blob):
+    listed = (header.get("kernels") or []) if fmt >= 2 else []
+    try:
+        sizes = [int(n) for _, n in listed]
+        names = [str(rel) for rel, _ in listed]
+    except (TypeError, ValueError):
+        raise WarmStartError(f"{p} is corrupt: its header's kernel list cannot be read") from None
+    if not isinstance(want, int) or want + sum(sizes) != len(body):
         raise WarmStartError(
-            f"{p} is corrupt: {len(blob)} bytes of artifacts where its header says {want} "
-            "(truncated?); nothing was loaded"
+            f"{p} is corrupt: {len(body)} bytes of artifacts where its header says "
+            f"{want if not sizes else f'{want} + {sum(sizes)}'} (truncated?); nothing was loaded"
         )
+    blob, tail = body[:want], body[want:]
     if hashlib.sha256(blob).hexdigest() != header.get("sha256"):
         raise WarmStartError(
             f"{p} is corrupt: its artifacts do not match the header's checksum; nothing was loaded"
         )
-    return header, blob
+    if sizes and hashlib.sha256(tail).hexdigest() != header.get("kernels_sha256"):
+        raise WarmStartError(
+            f"{p} is corrupt: its compiled binaries do not match the header's checksum; "
+            "nothing was loaded"
+        )
+    kernels, at = [], 0
+    for rel, n in zip(names, sizes):
+        kernels.append((rel, tail[at : at + n]))
+        at += n
+    return header, blob, kernels
 
 
 def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
@@ -375,7 +411,7 @@ def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
 
     _check_support()
     t0 = time.perf_counter()
-    header, blob = read_cache_file(path)
+    header, blob, kernels = _read(path)
     try:
         artifacts = pc.load_artifacts(blob)
     except pc.BadArtifacts as err:
@@ -390,6 +426,8 @@ def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
     counts, nbytes, keys = _counts(artifacts)
     shown = str(Path(path).expanduser())
     notes = []
+    if kernels:
+        notes += _place_kernels(kernels, str(header.get("platform", "")), counts, nbytes)
     without = header.get("precompile_without_graphs") or 0
     if without:
         notes.append(
@@ -419,6 +457,37 @@ def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
         keys=keys,
         notes=notes,
     )
+
+
+def _place_kernels(
+    kernels: list[tuple[str, bytes]], built_on: str, counts: dict[str, int], nbytes: dict[str, int]
+) -> list[str]:
+    """Put a file's compiled C++ kernels into the cache directory (where this
+    machine is the kind that built them); what the user should know."""
+    from .probe import caches as pc
+
+    here = pc.kernel_platform()
+    if built_on != here:
+        where = built_on or "another platform"
+        return [
+            f"the file's {len(kernels)} compiled C++ binaries were built on {where}; this is "
+            f"{here}: Inductor builds them again here"
+        ]
+    try:
+        placed, present, refused = pc.place_kernels(kernels)
+    except OSError as err:
+        raise WarmStartError(
+            f"could not write the compiled binaries into Inductor's cache directory "
+            f"({err.strerror or err}); the artifacts are loaded, the session is unharmed"
+        ) from None
+    counts["kernels"] = placed + present
+    nbytes["kernels"] = sum(len(data) for _, data in kernels)
+    if refused:
+        return [
+            f"{refused} of the file's {len(kernels)} compiled C++ binaries do not load on this "
+            "machine (a missing library?): Inductor builds them again here"
+        ]
+    return []
 
 
 def _precompile_on() -> bool:

@@ -57,6 +57,20 @@ def _write(path: Path, blob: bytes, **header) -> Path:
     return path
 
 
+def _with_kernels(path: Path, blob: bytes, kernels: list[tuple[str, bytes]], **header) -> Path:
+    """A format-2 file: ``blob`` and then ``kernels``, the header listing them."""
+    tail = b"".join(data for _, data in kernels)
+    _write(
+        path,
+        blob,
+        kernels=[[rel, len(data)] for rel, data in kernels],
+        kernels_sha256=hashlib.sha256(tail).hexdigest(),
+        **{"platform": probe_caches.kernel_platform(), **header},
+    )
+    path.write_bytes(path.read_bytes() + tail)
+    return path
+
+
 @pytest.fixture
 def fresh_dir(tmp_path, monkeypatch):
     """An empty Inductor cache directory for this test."""
@@ -407,19 +421,30 @@ def test_second_process_with_the_same_directory_hits(cold):
 def test_save_then_fresh_process_load_hits(cold, tmp_path, capfd, caplog):
     path = tmp_path / "tiny.smcache"
     info = stance_magic.save_cache(path)
-    assert info.counts == {"inductor": 2, "aot_autograd": 1}
+    # the C++ binaries Inductor built for the cold compile (its kernels and
+    # its CPU-feature checks): those in its directory
+    built = sorted(p.name for p in cold.dir.rglob("*.so"))
+    assert built and info.counts == {"inductor": 2, "aot_autograd": 1, "kernels": len(built)}
     assert info.file_bytes == path.stat().st_size
     header, blob = warm.read_cache_file(path)
     assert header["torch"] == torch.__version__ and header["artifacts"] == info.counts
-    assert info.nbytes == sum(a.nbytes for a in probe_caches.parse_artifacts(blob))
-    assert info.nbytes < len(blob) <= info.file_bytes
-    assert "saved 3 compile-cache artifacts" in str(info)
+    assert sorted(Path(rel).name for rel, _ in header["kernels"]) == built
+    kernel_bytes = sum(p.stat().st_size for p in cold.dir.rglob("*.so"))
+    assert info.kind_bytes["kernels"] == kernel_bytes
+    artifact_bytes = sum(a.nbytes for a in probe_caches.parse_artifacts(blob))
+    assert info.nbytes == artifact_bytes + kernel_bytes
+    assert artifact_bytes < len(blob) and len(blob) + kernel_bytes < info.file_bytes
+    assert f"saved {3 + len(built)} compile-cache artifacts" in str(info)
     assert "2 Inductor FX graphs" in str(info) and "1 AOTAutograd entry" in str(info)
+    assert f"{len(built)} compiled C++ binaries" in str(info)
 
     fresh = tmp_path / "fresh-cache"
     fresh.mkdir()
     fig = _worker(fresh, "--load", str(path))
     assert fig["loaded"]["counts"] == info.counts and fig["loaded"]["cache_dir"] == str(fresh)
+    # the binaries came with the file: torch's builder ran no C++ build
+    assert fig["cpp_builds"] == 0, fig["cpp_built"]
+    assert sorted(p.name for p in fresh.rglob("*.so")) == built
     r, rec = fig["report"], fig["records"]
     assert (
         r["aot_hits"] == rec["aot_autograd_hit"] == 1 and r["fx_hits"] == rec["inductor_hit"] == 2
@@ -446,12 +471,60 @@ def test_save_then_fresh_process_load_hits(cold, tmp_path, capfd, caplog):
         assert "checksum" in _refused(bad, capfd, caplog)
         bad.write_bytes(data[: head_end + len(blob) // 3])
         assert "truncated" in _refused(bad, capfd, caplog)
+        flipped = bytearray(data)
+        flipped[-1] ^= 0x55  # in the last kernel
+        bad.write_bytes(bytes(flipped))
+        assert "compiled binaries do not match" in _refused(bad, capfd, caplog)
         # torch's blob cut short, with a header that matches it
         _write(bad, blob[: len(blob) // 2])
         assert "torch cannot read its artifacts" in _refused(bad, capfd, caplog)
         assert _files(empty) == []
     finally:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cold.dir)
+
+
+@pytest.mark.inductor
+def test_kernels_are_placed_only_where_they_load(cold, tmp_path, monkeypatch):
+    """A file without the compiled kernels (format 1, as files were) has a
+    fresh process build them; kernels from another platform, or that this
+    machine cannot load, are left out with one line saying so."""
+    path = tmp_path / "tiny.smcache"
+    stance_magic.save_cache(path)
+    header, blob, kernels = warm._read(path)
+    assert kernels and header["platform"] == probe_caches.kernel_platform()
+    old = _write(tmp_path / "old.smcache", blob, format=1, artifacts=header["artifacts"])
+    fresh = tmp_path / "old-fresh"
+    fresh.mkdir()
+    fig = _worker(fresh, "--load", str(old))
+    assert fig["loaded"]["counts"] == {"inductor": 2, "aot_autograd": 1}
+    assert fig["cpp_builds"] >= len(kernels)
+
+    elsewhere = _with_kernels(tmp_path / "arm.smcache", blob, kernels, platform="linux-aarch64")
+    empty = tmp_path / "empty-cache"
+    empty.mkdir()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(empty))
+    info = stance_magic.load_cache(elsewhere)
+    assert "kernels" not in info.counts and not list(empty.rglob("*.so"))
+    assert info.notes == [
+        f"the file's {len(kernels)} compiled C++ binaries were built on linux-aarch64; this "
+        f"is {probe_caches.kernel_platform()}: Inductor builds them again here"
+    ]
+
+    broken = ("zz/czzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz.main.so", b"not a shared object")
+    mixed = _with_kernels(tmp_path / "mixed.smcache", blob, [*kernels, broken])
+    other = tmp_path / "other-cache"
+    other.mkdir()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(other))
+    info = stance_magic.load_cache(mixed)
+    assert info.counts["kernels"] == len(kernels)
+    assert sorted(p.name for p in other.rglob("*.so")) == sorted(Path(r).name for r, _ in kernels)
+    assert info.notes == [
+        f"1 of the file's {len(kernels) + 1} compiled C++ binaries do not load on this machine "
+        "(a missing library?): Inductor builds them again here"
+    ]
+    # loaded again: they are there already, nothing written
+    again = stance_magic.load_cache(mixed)
+    assert again.counts["kernels"] == len(kernels)
 
 
 def test_history_columns_chart_and_export_carry_the_cache_figures(tmp_path):

@@ -4,7 +4,8 @@ one with ``--load FILE``).
 
 As a script it compiles the model once under ``stance_magic.measure()`` and
 prints one JSON object: the report's cache figures, torch's own records and
-counters for the same compile, and the cache directory's files for each key.
+counters for the same compile, the cache directory's files for each key and
+the C++ binaries torch's builder built.
 """
 
 from __future__ import annotations
@@ -98,6 +99,18 @@ def main(argv: list[str]) -> int:
     from stance_magic.probe import caches as pc
 
     out: dict = {}
+    # torch's own C++ builds in this process, counted at torch's builder
+    # (not through stance_magic): what a load without the kernels pays
+    from torch._inductor import cpp_builder
+
+    builds = []
+    build = cpp_builder.CppBuilder.build
+
+    def counted_build(self, *args, **kwargs):
+        builds.append(self.get_target_file_path())
+        return build(self, *args, **kwargs)
+
+    cpp_builder.CppBuilder.build = counted_build
     if "--load" in argv:
         info = stance_magic.load_cache(argv[argv.index("--load") + 1])
         out["loaded"] = {"counts": info.counts, "cache_dir": info.cache_dir}
@@ -109,6 +122,9 @@ def main(argv: list[str]) -> int:
     now = pc.counters_snapshot()
     out.update(figures(rep, records, {k: now[k] - before[k] for k in now}))
     out["text"] = str(rep)
+    # the binaries built (torch also runs its builder to preprocess a header)
+    out["cpp_built"] = [b for b in builds if b.endswith(".so")]
+    out["cpp_builds"] = len(out["cpp_built"])
     print(json.dumps(out))
     return 0
 

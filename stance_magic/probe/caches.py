@@ -23,6 +23,7 @@ Nothing here imports torch at import time.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -389,3 +390,150 @@ def load_artifacts(blob: bytes) -> list[Artifact]:
     return [
         Artifact(kind, a.key, len(a.content)) for kind, items in artifacts.items() for a in items
     ]
+
+
+# --------------------------------------------------------------------------
+# Compiled C++ binaries (CPU), which the mega-cache does not hold
+# --------------------------------------------------------------------------
+
+#: Inductor's C++ code caches: each class's ``cache`` maps a kernel's key (the
+#: base name of its files, ``c`` + a hash of its source and compile command)
+#: to its loader (torch 2.8-2.15)
+_CPP_CACHES = ("CppCodeCache", "CppPythonBindingsCodeCache", "CppWrapperCodeCache")
+#: a binary, relative to the cache directory: ``<key[1:3]>/<key>[.main].so``
+_BINARY_PATH = re.compile(r"^([a-z0-9]{2})/(c[a-z0-9]{20,})(\.[a-z_]+)?\.so$")
+#: the largest C++ source read to tell a CPU-feature check (a few lines)
+_CHECK_SOURCE_MAX = 16 * 1024
+
+
+def kernel_platform() -> str:
+    """What a compiled binary runs on: the OS, the processor, the C library."""
+    import platform
+    import sys
+
+    libc, version = platform.libc_ver()
+    return f"{sys.platform}-{platform.machine()}-{libc}{version}"
+
+
+def _check_sources() -> set[str]:
+    """The C++ sources of Inductor's CPU-feature checks (``VecISA.check_build``:
+    it compiles each once per cache directory, seconds each, and keys the
+    binary on the source, the compiler's version, the flags and torch's
+    version: the same name is the same check)."""
+    import sys
+
+    isa = sys.modules.get("torch._inductor.cpu_vec_isa")
+    base = getattr(isa, "VecISA", None)
+    if base is None:
+        return set()
+    found: set[str] = set()
+    todo = [base]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        for name, value in vars(cls).items():
+            if name.endswith("_code") and isinstance(value, str):
+                found.add(value.strip())
+    return found
+
+
+def compiled_kernels() -> list[tuple[str, bytes]]:
+    """The C++ binaries Inductor built or loaded in this process (CPU kernels
+    and C++ wrappers) and its CPU-feature checks, each as its path under
+    Inductor's cache directory and its bytes. torch's mega-cache holds the
+    generated source of a graph, not these: loaded into an empty cache
+    directory, it has them built again (seconds each on CPU). A binary's file
+    name is the hash of its source and compile command, so the same name
+    means the same build."""
+    import os
+    import sys
+
+    codecache = sys.modules.get("torch._inductor.codecache")
+    if codecache is None:
+        return []
+    keys: set[str] = set()
+    for name in _CPP_CACHES:
+        cached = getattr(getattr(codecache, name, None), "cache", None)
+        if isinstance(cached, dict):
+            keys.update(k for k in cached if isinstance(k, str))
+    checks = _check_sources()
+    root = cache_dir()
+    try:
+        subdirs = sorted(d for d in os.listdir(root) if len(d) == 2)
+    except OSError:
+        return []
+    out = []
+    for sub in subdirs:
+        try:
+            names = sorted(os.listdir(os.path.join(root, sub)))
+        except OSError:
+            continue
+        for name in names:
+            m = _BINARY_PATH.match(f"{sub}/{name}")
+            if m is None or m.group(1) != sub:
+                continue
+            if m.group(2) not in keys and not _is_check(root, sub, m.group(2), checks):
+                continue
+            try:
+                with open(os.path.join(root, sub, name), "rb") as f:
+                    out.append((f"{sub}/{name}", f.read()))
+            except OSError:  # pragma: no cover - removed since
+                continue
+    return out
+
+
+def _is_check(root: str, sub: str, key: str, checks: set[str]) -> bool:
+    """Whether the binary ``key`` is a CPU-feature check: its source beside it."""
+    import os
+
+    if not checks:
+        return False
+    path = os.path.join(root, sub, f"{key}.cpp")
+    try:
+        if os.path.getsize(path) > _CHECK_SOURCE_MAX:
+            return False
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip() in checks
+    except OSError:
+        return False
+
+
+def place_kernels(kernels: list[tuple[str, bytes]]) -> tuple[int, int, int]:
+    """Put compiled binaries into Inductor's cache directory where absent
+    (written whole, then renamed), each checked to load (``dlopen``: one that
+    this machine cannot load is removed, and Inductor builds it as before).
+    Returns (placed, already there, refused)."""
+    import ctypes
+    import os
+    import tempfile
+
+    root = cache_dir()
+    placed = present = refused = 0
+    for rel, data in kernels:
+        m = _BINARY_PATH.match(rel)
+        if m is None or m.group(1) != m.group(2)[1:3]:
+            refused += 1
+            continue
+        path = os.path.join(root, *rel.split("/"))
+        if os.path.exists(path):
+            present += 1
+            continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o755)
+            os.replace(tmp, path)
+        except OSError:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        try:
+            ctypes.CDLL(path)
+        except OSError:
+            os.unlink(path)
+            refused += 1
+            continue
+        placed += 1
+    return placed, present, refused
