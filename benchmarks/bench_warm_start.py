@@ -29,9 +29,11 @@ cell's report read back: its compile time, the Dynamo tracing in it (paid in
 every case but a precompiled frame used), the compile caches' hits and
 misses and what became of the precompiled frame; the ``torch.compile()``
 line's own time (where a precompiled frame is installed, with Inductor's
-import); and, from the cache directory, how many C++ binaries (shared
-objects: kernels and Inductor's CPU-feature checks) the kernel built, less
-those the loaded file brought. Ratios are to (a), per round (paired), then the
+import) and the first call's alone (a cold one compiles in it; its ratio to
+(a)'s first call is the measure the issue's 0.003 s against 9.8 s used);
+and, from the cache directory, how many C++ binaries (shared objects:
+kernels and Inductor's CPU-feature checks) the kernel built, less those the
+loaded file brought. Ratios are to (a), per round (paired), then the
 median over rounds. The models compile with Inductor (torch.compile's
 default backend): the tour's block (LayerNorm + MLP, 1024×128,
 ``notebooks/01_tour.ipynb``) under ``no_grad``, the same block's training
@@ -129,11 +131,14 @@ with stance_magic.measure() as _rep:
     _tc = time.perf_counter()
     cmodel = torch.compile(model)
     _tc = time.perf_counter() - _tc
+    _tf = time.perf_counter()
     _y = first()
+    _tf = time.perf_counter() - _tf
 _t = time.perf_counter() - _t0
 print("WARM-START-RESULT " + json.dumps({{
     "first_s": _t,
     "torch_compile_s": _tc,
+    "first_call_s": _tf,
     "compile_s": _rep.compile_s,
     "dynamo_s": _rep.compile_breakdown.get("dynamo", 0.0),
     "fx_hits": _rep.compile_caches.fx_hits, "fx_misses": _rep.compile_caches.fx_misses,
@@ -281,6 +286,12 @@ def summarize(runs: dict[str, list[dict]]) -> dict[str, Any]:
             "compile_s": _stat([r["compile_s"] for r in rs]),
             "torch_compile_s": _stat([r.get("torch_compile_s", 0.0) for r in rs]),
             "ratio": _stat([r["first_s"] / c for r, c in zip(rs, cold)]),
+            # the first compiled call alone, after torch.compile (the issue's own
+            # measure: a Dynamo cache hit's call 0.003 s against a cold one's 9.8 s)
+            "first_call_s": _stat([r["first_call_s"] for r in rs]),
+            "call_ratio": _stat(
+                [r["first_call_s"] / c["first_call_s"] for r, c in zip(rs, runs["cold"])]
+            ),
             "dynamo_share_of_cold": _stat([r["dynamo_s"] / c for r, c in zip(rs, cold)]),
             "fx": f"{rs[-1]['fx_hits']}/{rs[-1]['fx_misses']}",
             "aot": f"{rs[-1]['aot_hits']}/{rs[-1]['aot_misses']}",
@@ -310,7 +321,8 @@ def format_results(res: dict[str, Any]) -> str:
         head = (
             f"  {'scenario':<55} {'first result':>13} {'ratio to (a)':>13} "
             f"{'Dynamo tracing':>15} {'compile':>9} {'FX hit/miss':>11} {'AOT hit/miss':>12} "
-            f"{'C++ binaries built':>18} {'precompiled':>12} {'torch.compile()':>15}"
+            f"{'C++ binaries built':>18} {'precompiled':>12} {'torch.compile()':>15} "
+            f"{'first call':>10} {'call ratio':>10}"
         )
         lines.append(head)
         for key, label in SCENARIOS:
@@ -320,7 +332,8 @@ def format_results(res: dict[str, Any]) -> str:
                 f"{s['ratio']['median']:>12.2f}× {fmt_t(s['dynamo_s']['median']):>15} "
                 f"{fmt_t(s['compile_s']['median']):>9} {s['fx']:>11} {s['aot']:>12} "
                 f"{s['kernels_compiled']:>18} {','.join(s['precompiled']) or '-':>12} "
-                f"{fmt_t(s['torch_compile_s']['median']):>15}"
+                f"{fmt_t(s['torch_compile_s']['median']):>15} "
+                f"{fmt_t(s['first_call_s']['median']):>10} {s['call_ratio']['median']:>9.4f}×"
             )
     if "tour" in res["models"]:
         ratio = res["models"]["tour"]["load"]["ratio"]["median"]
@@ -331,7 +344,12 @@ def format_results(res: dict[str, Any]) -> str:
         for key in ("pc-disk", "pc-load"):
             ratio = r[key]["ratio"]["median"]
             verdict = "MET" if ratio <= PRECOMPILE_GOAL else "MISSED"
-            lines.append(f"goal {key} ≤ {PRECOMPILE_GOAL}× (a) on {model}: {ratio:.3f}×: {verdict}")
+            call = r[key]["call_ratio"]["median"]
+            met = "MET" if call <= PRECOMPILE_GOAL else "MISSED"
+            lines.append(
+                f"goal {key} ≤ {PRECOMPILE_GOAL}× (a) on {model}: from torch.compile "
+                f"{ratio:.3f}×: {verdict}; the first call alone {call:.4f}×: {met}"
+            )
     return "\n".join(lines)
 
 

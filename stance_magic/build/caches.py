@@ -172,15 +172,28 @@ def _loaded_functions(window: probe.Window) -> list[LoadedFunction]:
 
 
 def _precompiled(window: probe.Window) -> list[PrecompiledFrame]:
-    """The precompiled entries the cell's calls met, and what became of each."""
-    return [
-        PrecompiledFrame(
-            name=e.name,
-            filename=e.filename,
-            line=e.line,
-            outcome=e.outcome,
-            why=e.why,
-            file=_file(e.filename),
+    """The precompiled entries the cell's calls met, and what became of each.
+
+    torch installs an entry at ``torch.compile(fn)`` (the probe's ``hit``);
+    the call then runs it only if its guards match. Where no call of the
+    cell ran a precompiled frame and Dynamo traced the same code in the cell,
+    the entry was installed and not used: its guards did not match."""
+    ran = window.calls.get((probe.CALL_CACHED, probe.WHY_PRECOMPILED), 0)
+    traced = {(r.filename, r.line) for r in window.compiles if r.kind == "frame"}
+    out = []
+    for e in window.precompiled:
+        outcome, why = e.outcome, e.why
+        if outcome == probe.PRECOMPILE_HIT and not ran and (e.filename, e.line) in traced:
+            outcome = probe.PRECOMPILE_GUARDS_MISSED
+            why = "its guards did not match the call"
+        out.append(
+            PrecompiledFrame(
+                name=e.name,
+                filename=e.filename,
+                line=e.line,
+                outcome=outcome,
+                why=why,
+                file=_file(e.filename),
+            )
         )
-        for e in window.precompiled
-    ]
+    return out

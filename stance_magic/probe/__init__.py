@@ -72,6 +72,8 @@ from .messages import (
     tensor_mismatch,
 )
 from .monitoring import EX_CALLS_SEEN
+from .precompile import GUARDS_MISSED as PRECOMPILE_GUARDS_MISSED
+from .precompile import HIT as PRECOMPILE_HIT
 from .profiler import (
     CACHE_LOOKUP_EVENT,
     COMPILED_REGION_EVENT,
@@ -187,6 +189,8 @@ __all__ = [
     "NOTEBOOK",
     "PER_CALL_RECOMPILE_LIMIT_SINCE",
     "PHASES",
+    "PRECOMPILE_GUARDS_MISSED",
+    "PRECOMPILE_HIT",
     "PROFILER_EMPTY_LOOKUPS_UNTIL",
     "RECOMPILE_USER_CONTEXTS_SINCE",
     "RECORD_STACK_TRACE_SINCE",

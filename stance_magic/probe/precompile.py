@@ -59,6 +59,10 @@ INCOMPLETE = "incomplete"
 #: again instead of the error reaching torch.compile's caller
 UNLOADABLE = "unloadable"
 MISS = "miss"  # nothing saved for this function
+#: torch installed the entry, but its guards did not match the call (another
+#: dtype, shape, ...): the frame was traced again in the same cell (the
+#: report decides this from the window, see build.caches._precompiled)
+GUARDS_MISSED = "guards"
 
 _log = logging.getLogger(__name__)
 

@@ -139,8 +139,9 @@ class PrecompiledFrame(NamedPlace):
     installed the saved frame: no tracing), ``"stale"`` (the cell's code
     changed since it was saved: not used, traced again), ``"unchecked"``
     (cell code that could not be checked: not used), ``"incomplete"`` (saved
-    without its compiled graphs: torch traces it again) or ``"miss"``
-    (nothing saved for it)."""
+    without its compiled graphs: torch traces it again), ``"guards"``
+    (installed, but its guards did not match the call: traced again) or
+    ``"miss"`` (nothing saved for it)."""
 
     name: str
     filename: str = ""
