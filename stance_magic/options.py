@@ -330,7 +330,8 @@ Line magic::
                                 source, report, versions, stance and changed
                                 dynamo config, its trace and tlparse output
     %stance cache save PATH     write this process's compile-cache artifacts
-                                (Inductor, AOTAutograd; torch 2.7+) to PATH
+                                (Inductor, AOTAutograd; torch 2.7+) and the
+                                C++ binaries Inductor compiled to PATH
     %stance cache load PATH     load them (same torch), so that the next
                                 compile of those graphs loads them: a warm
                                 start after a kernel restart

@@ -9,13 +9,20 @@ no torch version and loads only into the torch that wrote it, so the file
 has a small header of stance_magic's own in front of it::
 
     stance_magic compile cache\\n
-    {"format": 1, "torch": "2.13.0+cpu", "sha256": "...", "blob_bytes": N, ...}\\n
-    <torch's blob>
+    {"format": 2, "torch": "2.13.0+cpu", "sha256": "...", "blob_bytes": N,
+     "kernels": [[PATH, BYTES], ...], "kernels_sha256": "...", "platform": ...}\\n
+    <torch's blob><the compiled C++ binaries>
 
-Loading checks the header (the format, the torch version, the size and the
-checksum) and parses the whole blob before torch writes any artifact to
-its caches: a file from another torch, a truncated or corrupt one is
-refused in one line (:class:`WarmStartError`) with nothing loaded. Writing
+torch's blob holds the code Inductor generated, not the C++ it compiled on
+a CPU: the file also carries those binaries (the kernels and Inductor's
+CPU-feature checks, :func:`stance_magic.probe.caches.compiled_kernels`),
+which a load writes into the cache directory where absent, on the platform
+that built them and where each loads. Loading checks the header (the
+format, the torch version, the sizes and the checksums) and parses the whole
+blob before torch writes any artifact to its caches: a file from another
+torch, a truncated or corrupt one is refused in one line
+(:class:`WarmStartError`) with nothing loaded. Files of format 1 (the blob
+alone) still load. Writing
 goes through a temporary file and a rename (as the history exports do).
 """
 
@@ -91,7 +98,13 @@ class CacheInfo:
 
     @property
     def artifacts(self) -> int:
-        return sum(self.counts.values())
+        """torch's artifacts (not the compiled binaries stance_magic adds)."""
+        return sum(n for kind, n in self.counts.items() if kind != "kernels")
+
+    @property
+    def binaries(self) -> int:
+        """The compiled C++ binaries (CPU kernels, Inductor's CPU-feature checks)."""
+        return self.counts.get("kernels", 0)
 
     @property
     def nbytes(self) -> int:
@@ -105,7 +118,7 @@ class CacheInfo:
         for kind, n in self.counts.items():
             label = KIND_LABELS.get(kind, kind)
             if n == 1 and label.endswith("s"):
-                label = label[:-1].replace("entrie", "entry")
+                label = label[:-1].replace("entrie", "entry").replace("binarie", "binary")
             parts.append(f"{n} {label} ({fmt_bytes(self.kind_bytes.get(kind, 0))})")
         return ", ".join(parts)
 
@@ -119,6 +132,8 @@ class CacheInfo:
         from .text import fmt_bytes, fmt_s
 
         n = f"{self.artifacts} compile-cache artifact{'s' if self.artifacts != 1 else ''}"
+        if self.binaries:
+            n += f" and {self.binaries} compiled C++ binar{'ies' if self.binaries != 1 else 'y'}"
         if self.action == "saved":
             return (
                 f"stance_magic: saved {n} to {self.path} ({fmt_bytes(self.file_bytes)}, "
