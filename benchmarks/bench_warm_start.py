@@ -339,7 +339,7 @@ def format_results(res: dict[str, Any]) -> str:
         ratio = res["models"]["tour"]["load"]["ratio"]["median"]
         verdict = "MET" if ratio <= GOAL else "MISSED"
         lines.append("")
-        lines.append(f"goal (c) ≤ {GOAL}× (a) on the tour model: {ratio:.2f}×: {verdict}")
+        lines.append(f"goal (c) ≤ {GOAL}× (a) on the tour model: {ratio:.3f}×: {verdict}")
     for model, r in res["models"].items():
         for key in ("pc-disk", "pc-load"):
             ratio = r[key]["ratio"]["median"]

@@ -553,7 +553,7 @@ def warm_start(w: Json) -> list[str]:
     if ratio_c is not None:
         goals.append(
             f"The goal for (c), 0.2× of (a) on the tour model, is {verdict(ratio_c <= 0.2)} "
-            f"here ({ratio_c:.2f}×)."
+            f"here ({ratio_c:.3f}×)."
         )
     pc = [
         (n, k, models[n][k]["ratio"]["median"])

@@ -220,7 +220,9 @@ def test_warm_start_benchmark_quick_run(tmp_path):
         "(f) precompile on, fresh directory + load of (d)'s file",
     ):
         assert row in text, f"missing row {row!r} in:\n{text}"
-    assert text.count("MET") + text.count("MISSED") == 3
+    # the goals: (c)'s, and (e)'s and (f)'s from torch.compile and for the first call alone
+    assert text.count("MET") + text.count("MISSED") == 5
+    assert text.count("the first call alone") == 2
     tour = res["models"]["tour"]
     # Dynamo's precompiled frame served (e) and (f): no tracing, a cached call
     assert tour["pc-cold"]["precompiled"] == ["miss"]
@@ -235,6 +237,12 @@ def test_warm_start_benchmark_quick_run(tmp_path):
         assert fig["first_s"]["median"] > fig["dynamo_s"]["median"] > 0
         assert fig["ratio"]["median"] > 0
     assert tour["saved_bytes"] > 0
+    # the file brought the compiled C++ binaries: (c) and (f) built none
+    assert tour["cold"]["kernels_compiled"] > 0
+    assert tour["load"]["kernels_compiled"] == tour["pc-load"]["kernels_compiled"] == 0
+    for key in ("cold", "pc-disk", "pc-load"):
+        assert 0 < tour[key]["first_call_s"]["median"] <= tour[key]["first_s"]["median"]
+    assert tour["pc-load"]["call_ratio"]["median"] < tour["pc-load"]["ratio"]["median"]
 
 
 @pytest.mark.integration
