@@ -555,24 +555,18 @@ def warm_start(w: Json) -> list[str]:
             f"The goal for (c), 0.2× of (a) on the tour model, is {verdict(ratio_c <= 0.2)} "
             f"here ({ratio_c:.3f}×)."
         )
-    pc = [
-        (n, k, models[n][k]["ratio"]["median"])
-        for n in names
-        for k in ("pc-disk", "pc-load")
-        if k in models[n]
-    ]
+    pc = [(n, k, models[n][k]) for n in names for k in ("pc-disk", "pc-load") if k in models[n]]
     if pc:
         goals.append(
             "The goal for (e) and (f), 0.05× of (a) on each model, from `torch.compile`: "
-            + "; ".join(f"{n} {WARM_ROWS[k][:3]} {r:.3f}× {verdict(r <= 0.05)}" for n, k, r in pc)
+            + "; ".join(
+                f"{n} {WARM_ROWS[k][:3]} {s['ratio']['median']:.3f}× "
+                f"{verdict(s['ratio']['median'] <= 0.05)}"
+                for n, k, s in pc
+            )
             + "."
         )
-    calls = [
-        (n, k, models[n][k]["call_ratio"]["median"])
-        for n in names
-        for k in ("pc-disk", "pc-load")
-        if "call_ratio" in models[n].get(k, {})
-    ]
+    calls = [(n, k, s["call_ratio"]["median"]) for n, k, s in pc if "call_ratio" in s]
     if calls:
         goals.append(
             "The first call alone, the measure of the issue's own figures (0.003 s against "

@@ -477,8 +477,11 @@ def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
 def _place_kernels(
     kernels: list[tuple[str, bytes]], built_on: str, counts: dict[str, int], nbytes: dict[str, int]
 ) -> list[str]:
-    """Put a file's compiled C++ kernels into the cache directory (where this
-    machine is the kind that built them); what the user should know."""
+    """Put a file's compiled C++ binaries into the cache directory where absent
+    (written whole, then renamed), where this machine is the kind that built
+    them and each loads (``dlopen``: one that does not is removed again);
+    what the user should know."""
+    from . import export
     from .probe import caches as pc
 
     here = pc.kernel_platform()
@@ -488,8 +491,22 @@ def _place_kernels(
             f"the file's {len(kernels)} compiled C++ binaries were built on {where}; this is "
             f"{here}: Inductor builds them again here"
         ]
+    placed = present = refused = 0
     try:
-        placed, present, refused = pc.place_kernels(kernels)
+        for rel, data in kernels:
+            target = pc.kernel_path(rel)
+            if target is None:
+                refused += 1
+            elif os.path.exists(target):
+                present += 1
+            else:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                export.atomic_write(target, data)
+                if pc.loads(target):
+                    placed += 1
+                else:  # Inductor builds it as before
+                    os.unlink(target)
+                    refused += 1
     except OSError as err:
         raise WarmStartError(
             f"could not write the compiled binaries into Inductor's cache directory "

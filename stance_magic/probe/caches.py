@@ -498,42 +498,24 @@ def _is_check(root: str, sub: str, key: str, checks: set[str]) -> bool:
         return False
 
 
-def place_kernels(kernels: list[tuple[str, bytes]]) -> tuple[int, int, int]:
-    """Put compiled binaries into Inductor's cache directory where absent
-    (written whole, then renamed), each checked to load (``dlopen``: one that
-    this machine cannot load is removed, and Inductor builds it as before).
-    Returns (placed, already there, refused)."""
-    import ctypes
+def kernel_path(rel: str) -> str | None:
+    """Where a binary named ``rel`` (``<key[1:3]>/<key>[.main].so``, as
+    :func:`compiled_kernels` gives it) lives in Inductor's cache directory;
+    None for a name that is not one of Inductor's."""
     import os
-    import tempfile
 
-    root = cache_dir()
-    placed = present = refused = 0
-    for rel, data in kernels:
-        m = _BINARY_PATH.match(rel)
-        if m is None or m.group(1) != m.group(2)[1:3]:
-            refused += 1
-            continue
-        path = os.path.join(root, *rel.split("/"))
-        if os.path.exists(path):
-            present += 1
-            continue
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.chmod(tmp, 0o755)
-            os.replace(tmp, path)
-        except OSError:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        try:
-            ctypes.CDLL(path)
-        except OSError:
-            os.unlink(path)
-            refused += 1
-            continue
-        placed += 1
-    return placed, present, refused
+    m = _BINARY_PATH.match(rel)
+    if m is None or m.group(1) != m.group(2)[1:3]:
+        return None
+    return os.path.join(cache_dir(), *rel.split("/"))
+
+
+def loads(path: str) -> bool:
+    """Whether this machine can load the shared object at ``path`` (``dlopen``)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(path)
+    except OSError:
+        return False
+    return True
