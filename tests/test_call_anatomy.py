@@ -19,7 +19,8 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
-import time
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,6 @@ import torch
 
 from stance_magic import advice, probe
 from stance_magic.probe import anatomy
-from stance_magic.probe.version import _eval_frame
 from stance_magic.render import lookup_method
 from stance_magic.report import GPU_BOUND, CallParts
 
@@ -252,53 +252,6 @@ def test_the_lookup_share_agrees_with_the_profiler_on_its_side_of_LOOKUP_SHARE(s
             f"LOOKUP_SHARE ({advice.LOOKUP_SHARE}) of a call: by torch's profiler the "
             "matmul's lookup is well under it (0.06-0.09), the concatenation's well over "
             "(about 0.3), and the report's share must fall on the same side"
-        ),
-    )
-
-
-@pytest.mark.timing
-def test_the_pass_cost_agrees_with_the_wrappers_own_work_on_set_eval_frame():
-    """The clock's pass cost is measured once, on a wrapper of ``id``
-    against bare ``id`` (about 0.13 µs here): it stands for the wrapper's
-    own work on the calls of torch's set_eval_frame it passes on. The same
-    loops on set_eval_frame itself (with None, from outside compile_wrapper:
-    passed on) read the same; and the cost is under 2 µs."""
-
-    def compile_wrapper_like(fn):
-        return fn(None)
-
-    set_eval_frame = _eval_frame().set_eval_frame
-
-    def per_call(fn) -> float:
-        # as _pass_cost times it: the faster of three loops of 200
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            for _ in range(200):
-                fn(None)
-            times.append(time.perf_counter() - t0)
-        return min(times) / 200
-
-    def one_round() -> dict[str, float]:
-        clk = anatomy.CallClock(time.perf_counter, compile_wrapper_like.__code__)
-        pass_s = clk._pass_cost()
-        through = clk._make(set_eval_frame)
-        own = max(per_call(through) - per_call(set_eval_frame), 1e-12)
-        return {
-            "pass cost, µs": pass_s * 1e6,
-            "pass cost / own work on set_eval_frame": pass_s / own,
-        }
-
-    agree(
-        one_round,
-        {
-            "pass cost, µs": (ABOVE_0, 2.0),
-            "pass cost / own work on set_eval_frame": (1 / 1.5, 1.5),
-        },
-        why=(
-            "a wrapper of a builtin as cheap as set_eval_frame costs what the same wrapper "
-            "costs on set_eval_frame (0.96-1.02 of it here), a few hundred ns, so each call "
-            "passed on adds about one pass cost to the compiled code's part"
         ),
     )
 
@@ -648,66 +601,100 @@ def test_a_cell_without_steady_calls_takes_each_profiled_calls_own_share(monkeyp
     assert share == pytest.approx(48e-6 / 55e-6)
 
 
-def _compile_wrapper_like(fn):
-    return fn(None)
+def _eval_frame_like(maybe: str) -> types.ModuleType:
+    """A stand-in for ``torch._dynamo.eval_frame``: the three functions
+    compile_wrapper calls by their module names, builtins as torch's are
+    (``maybe="python"``: ``_maybe_set_eval_frame`` a Python function calling
+    ``set_eval_frame``, as on torch 2.8)."""
+    m = types.ModuleType("eval_frame_like")
+    m.set_eval_frame = id
+    m.set_skip_guard_eval_unsafe = bool
+    if maybe == "python":
+        source = "def _maybe_set_eval_frame(callback):\n    return set_eval_frame(callback)\n"
+        exec(source, m.__dict__)
+    else:
+        m._maybe_set_eval_frame = id
+    return m
 
 
-def test_the_clock_leaves_out_its_own_work_on_the_calls_it_passes_on():
-    """Inside a timed call's compiled code torch's disable wrappers call
-    set_eval_frame too (6 times a call of a 1-argument function on 2.13, 12
-    on 2.8), through the clock's wrapper: the compiled code's part is handed
-    their count times the wrapper's own cost, measured once against a bare
-    builtin, to leave out. On a clock that ticks once a reading the wrapper's
-    own cost is one tick (its one reading a call: its loop of 200 reads 201
-    ticks, the bare loop 1), so 14 calls passed on are exactly 14 ticks."""
-    clock = FakeClock(tick=TICK)
-    clk = anatomy.CallClock(clock, _compile_wrapper_like.__code__)
-    seen = []
+def _compile_wrapper_like(ef, dispatch, compiled_code):
+    """The calls torch.compile's compile_wrapper makes, in its order."""
+    prior = ef.set_eval_frame(None)  # the call's start
+    dispatch(sys._getframe())  # torch.compile's dispatcher: a timed call is tailed here
     try:
-        clk.tail(1, lambda back, end, own, inner: seen.append((back, end, own, inner)))
-        assert clk._pass_s == TICK, "the pass cost: (201 - 1) ticks / 200"
-        wrapped = clk._wrap(id)
-        for _ in range(14):
-            wrapped(None)  # called from here: passed on
-        assert clk._passes == 14
-        back = clock.now
-        clk._on_wrapper(1, clock())  # the compiled code returned
-        clk._on_wrapper(1, clock())  # the call ended
-        # the end two ticks after the return, one of them the clock's own
-        # reading; 14 passes at one tick each to leave out of the compiled code
-        assert seen == [(back, back + 2 * TICK, TICK, 14 * TICK)]
-        clk.tail(2, lambda *a: None)
-        assert clk._passes == 0  # counted per timed call
+        try:
+            return compiled_code(ef)
+        finally:
+            ef.set_eval_frame(None)  # Dynamo's hook off
+            ef.set_skip_guard_eval_unsafe(False)  # torch's settings back: the return
     finally:
-        clk.uninstall()  # torch's set_eval_frame as it was
+        ef._maybe_set_eval_frame(prior)  # the call's end
 
 
-def _loop_readings(bare: list[float], wrapped: list[float]):
-    """A clock giving _pass_cost's loops these lengths: three of bare id
-    (two readings each), then three of the wrapper (its first reading, one
-    inside each of its 200 calls, its last); and the readings not taken."""
-    readings, t = [], 1000.0
-    for d in bare:
-        readings += [t, t + d]
-        t += d
-    for d in wrapped:
-        readings += [t] * 201 + [t + d]
-        t += d
-    it = iter(readings)
-    return it.__next__, it
+@pytest.mark.parametrize("maybe", ["builtin", "python"])
+def test_the_clock_reads_the_return_the_end_and_the_next_start_and_nothing_in_between(maybe):
+    """A timed call's compiled code never meets the clock: torch's disable
+    wrappers inside it call set_eval_frame, which is not wrapped while it
+    runs; compile_wrapper putting skip_guard_eval_unsafe back is the
+    return, its last call the end (through torch 2.8's Python
+    _maybe_set_eval_frame too), and the next compile_wrapper's first call
+    the next start, where the clock takes itself out. On a clock that ticks
+    once a reading the return is read, the clock's own work after it is one
+    tick (its one reading there), and the end is the reading after that."""
+    clock = FakeClock(tick=TICK)
+    ef = _eval_frame_like(maybe)
+    clk = anatomy.CallClock(clock, _compile_wrapper_like.__code__, ef)
+    seen: list[tuple[float, float, float]] = []
+    inside: list[object] = []
+
+    def compiled_code(ef):
+        inside.append(ef.set_eval_frame)
+        ef.set_eval_frame(None)  # a disable wrapper's calls: not the clock's
+        ef.set_eval_frame(None)
+        clock.advance(5 * TICK)
+        return "result"
+
+    def dispatch(frame):
+        clk.tail(id(frame), lambda back, end, own: seen.append((back, end, own)))
+
+    try:
+        start = clock.now
+        assert _compile_wrapper_like(ef, dispatch, compiled_code) == "result"
+        assert inside == [id], "the compiled code runs with set_eval_frame unwrapped"
+        back = start + 5 * TICK
+        assert seen == [(back, back + 2 * TICK, TICK)]
+        assert ef.set_eval_frame is not id, "in, to see where the next call starts"
+        assert ef.set_skip_guard_eval_unsafe is bool, "out once the return was read"
+
+        def next_dispatch(frame):
+            seen.append(("next", clk.next_frame == id(frame), clk.next_enter))
+
+        t = clock.now
+        _compile_wrapper_like(ef, next_dispatch, lambda ef: None)
+        # the start read once the wrapper's own work was done: a tick after its reading
+        assert seen[1] == ("next", True, t + TICK)
+        assert not clk.installed
+        assert ef.set_eval_frame is id and ef.set_skip_guard_eval_unsafe is bool
+        assert maybe == "python" or ef._maybe_set_eval_frame is id
+    finally:
+        clk.uninstall()
 
 
-def test_the_pass_cost_is_the_faster_loops_difference_over_200():
-    """The wrapper's own cost on a call it passes on: the faster of three
-    loops of 200 calls of a wrapper of ``id``, less the faster of three of
-    bare ``id``, over 200; never below 0; the calls it passed on while it
-    measured are not counted."""
-    v = TICK  # 200 binary units: a loop's length over 200 is exact
-    clock, left = _loop_readings([3 * v, 2 * v, 4 * v], [7 * v, 5 * v, 9 * v])
-    clk = anatomy.CallClock(clock, _compile_wrapper_like.__code__)
-    clk._passes = 5
-    assert clk._pass_cost() == (5 - 2) * v / 200 == 3 * 2.0**-27, "(5v - 2v) / 200"
-    assert next(left, None) is None, "every loop read the clock as scripted"
-    assert clk._passes == 5, "the measuring loops' calls are not passes of a timed call"
-    clock, _ = _loop_readings([4 * v] * 3, [3 * v] * 3)
-    assert anatomy.CallClock(clock, None)._pass_cost() == 0.0, "a faster wrapper: 0, not below"
+def test_a_call_whose_return_was_not_seen_ends_no_part():
+    """A tail on a call whose compiled code never returned through
+    compile_wrapper (a later tail replaced it) gives no part: the end of
+    another call is not this one's."""
+    clock = FakeClock(tick=TICK)
+    ef = _eval_frame_like("builtin")
+    clk = anatomy.CallClock(clock, _compile_wrapper_like.__code__, ef)
+    seen: list[tuple] = []
+
+    def dispatch(frame):
+        clk.tail(12345, lambda *a: seen.append(a))  # another frame's call
+        clk.tail(id(frame), lambda *a: seen.append(("own", *a)))
+
+    try:
+        _compile_wrapper_like(ef, dispatch, lambda ef: None)
+        assert [s[0] for s in seen] == ["own"]
+    finally:
+        clk.uninstall()

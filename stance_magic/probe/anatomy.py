@@ -1,24 +1,29 @@
 """The parts of one compiled call: torch.compile's wrapper, Dynamo's cache
 lookup, the compiled code.
 
-torch.compile's ``compile_wrapper`` turns Dynamo's frame hook on and off
-with ``set_eval_frame`` (a function of ``torch._C._dynamo.eval_frame`` that
-``torch/_dynamo/eval_frame.py`` names at module level, and calls through
-``_maybe_set_eval_frame``): once when the call starts (before torch.compile's
-dispatcher, :data:`ENTER`), once right after the compiled code returns
-(:data:`BACK`) and once when the call ends (:data:`DONE`). While a call of a
-measured cell is timed, :class:`CallClock` puts a wrapper in those module
-names that notes when ``compile_wrapper`` makes these calls, so with the
-recorder's two hooks (the dispatcher, the end of the lookup) a call splits
-into: the wrapper before Dynamo (``enter`` to the dispatch), into Dynamo and
-the lookup (the dispatch to the end of the lookup), the compiled code (the
-end of the lookup to ``back``) and the wrapper after it (``back`` to
-``done``).
+torch.compile's ``compile_wrapper`` calls functions of
+``torch._C._dynamo.eval_frame`` that ``torch/_dynamo/eval_frame.py`` names at
+module level: it turns Dynamo's frame hook off with ``set_eval_frame`` when
+the call starts (before torch.compile's dispatcher: the call's *enter*);
+past the compiled code's return, in its ``finally``, it turns the hook off
+and puts torch's settings back, ``set_skip_guard_eval_unsafe`` among them
+(*back*); and it ends the call with ``_maybe_set_eval_frame`` (*done*;
+``set_eval_frame`` itself from torch 2.10, a Python function calling it on
+torch 2.8). While a call of a measured cell is timed, :class:`CallClock`
+puts a wrapper in those module names that notes when ``compile_wrapper``
+makes these calls, so with the recorder's two hooks (the dispatcher, the end
+of the lookup) a call splits into: the wrapper before Dynamo (enter to the
+dispatch), into Dynamo and the lookup (the dispatch to the end of the
+lookup), the compiled code (the end of the lookup to back) and the wrapper
+after it (back to done).
 
-The wrapper is in torch only from the end of a timed call's lookup to the
-end of that call (the compiled code it covers then runs through it: a few
-hundred nanoseconds), and, to see where the next call starts, from there to
-the next call's start. Counted-only calls never meet it.
+Each wrapper is in torch only while its moment is next: the one on
+``set_skip_guard_eval_unsafe`` from a timed call's dispatch to its back
+(nothing the compiled code runs calls it: torch's disable wrappers turn the
+frame hook on and off with ``set_eval_frame``, which is not wrapped then),
+the ones on ``set_eval_frame`` from back to done and, to see where the next
+call starts, from there to the next call's start. Counted-only calls never
+meet them.
 
 Where the lookup itself starts, inside Dynamo's C frame hook, Python cannot
 see: :class:`LookupBounds` runs torch's profiler over a few calls of a
@@ -37,24 +42,29 @@ from .version import _eval_frame
 
 __all__ = ["CALIBRATE_AFTER", "CallClock", "LookupBounds"]
 
-#: The names in ``torch._dynamo.eval_frame`` compile_wrapper calls to turn
-#: Dynamo's frame hook on and off (``_maybe_set_eval_frame`` is
+#: The names in ``torch._dynamo.eval_frame`` compile_wrapper calls: to turn
+#: Dynamo's frame hook off at its start (and on and off around the compiled
+#: code), to put the stance's ``skip_guard_eval_unsafe`` back once the
+#: compiled code returned, and to end the call (``_maybe_set_eval_frame`` is
 #: ``set_eval_frame`` itself from torch 2.10, a Python function calling it
 #: on torch 2.8).
 SET = "set_eval_frame"
+BACK = "set_skip_guard_eval_unsafe"
 MAYBE = "_maybe_set_eval_frame"
 
 
 class CallClock:
-    """Notes when torch.compile's ``compile_wrapper`` turns Dynamo's frame
-    hook on and off, for one timed call at a time.
+    """Notes when torch.compile's ``compile_wrapper`` puts torch's settings
+    back past the compiled code and ends the call, for one timed call at a
+    time, and where the next call starts.
 
-    ``tail(frame_id, done)``: from now, the next two such calls made by the
-    compile_wrapper frame ``frame_id`` are the compiled code's return and the
-    call's end; ``done(back, end, own)`` gets their clock readings (and the
-    seconds the wrapper spent on its own work in between), and then the
-    clock waits for the next compile_wrapper to start (:attr:`next_enter`)
-    before it takes itself out.
+    ``tail(frame_id, done)``: from now, the compile_wrapper frame
+    ``frame_id`` putting ``skip_guard_eval_unsafe`` back is the compiled
+    code's return, and its next ``set_eval_frame`` the call's end;
+    ``done(back, end, own)`` gets their clock readings (and the seconds the
+    clock spent on its own work in between), and then the clock waits for
+    the next compile_wrapper to start (:attr:`next_enter`) before it takes
+    itself out.
     """
 
     __slots__ = (
@@ -65,46 +75,33 @@ class CallClock:
         "_ef",
         "_frame_id",
         "_getframe",
-        "_inner",
         "_installed",
         "_maybe_code",
         "_origs",
-        "_pass_s",
-        "_passes",
         "_t_back",
         "_t_resume",
-        "_turning_on",
         "_wrappers",
         "next_enter",
         "next_frame",
     )
 
-    def __init__(self, clock: Callable[[], float], cw_code: Any) -> None:
+    def __init__(self, clock: Callable[[], float], cw_code: Any, ef: Any = None) -> None:
         self._clock = clock
         self._cw = cw_code
         self._getframe = sys._getframe
-        self._ef: Any = None
+        #: the module whose names it wraps (torch._dynamo.eval_frame, read
+        #: at the first tail unless given)
+        self._ef: Any = ef
         self._origs: dict[str, Any] = {}
         self._wrappers: dict[str, Any] = {}
         self._installed = False
         self._maybe_code: Any = None
         self._frame_id = -1
-        self._done: Callable[[float, float, float, float], None] | None = None
+        self._done: Callable[[float, float, float], None] | None = None
         #: called where the compiled code returned, before the clock resumes
         self._at_back: Callable[[], None] | None = None
         self._t_back: float | None = None
         self._t_resume = 0.0
-        #: a tail set at the dispatch, before the call turns Dynamo's hook on
-        #: (seen only where that goes through a Python _maybe_set_eval_frame)
-        self._turning_on = False
-        #: calls of set_eval_frame that went through the wrapper on their way
-        #: (torch's disable wrappers inside the compiled code: 6 a call of a
-        #: 1-argument function on torch 2.13, 12 on torch 2.8), the wrapper's
-        #: own seconds on one (measured once, :meth:`_pass_cost`), and what
-        #: they added to the compiled code's part of the call being timed
-        self._passes = 0
-        self._pass_s: float | None = None
-        self._inner = 0.0
         #: the clock reading where the next compile_wrapper started, and its frame
         self.next_enter: float | None = None
         self.next_frame = -1
@@ -114,6 +111,7 @@ class CallClock:
         ef = self._ef
         if ef is None:
             ef = self._ef = _eval_frame()
+        if not self._wrappers:
             maybe = getattr(ef, MAYBE, None)
             self._maybe_code = getattr(maybe, "__code__", None)  # torch 2.8: a Python function
         orig = getattr(ef, name, None)
@@ -125,7 +123,7 @@ class CallClock:
         if name == MAYBE and self._maybe_code is not None:
             return  # torch 2.8: it calls set_eval_frame, whose wrapper sees it
         if w is None or self._origs.get(name) is not orig:
-            w = self._wrappers[name] = self._wrap(orig)
+            w = self._wrappers[name] = self._wrap(name, orig)
             self._origs[name] = orig
         setattr(ef, name, w)
         self._installed = True
@@ -149,110 +147,108 @@ class CallClock:
     def installed(self) -> bool:
         return self._installed
 
+    def _make_back(self, orig: Any) -> Any:
+        """The wrapper of ``set_skip_guard_eval_unsafe``: the tailed call's
+        compile_wrapper putting it back is the compiled code's return."""
+        clock, getframe, cw = self._clock, self._getframe, self._cw
+        clk = self
+
+        def set_skip_guard_eval_unsafe(value: Any) -> Any:
+            result = orig(value)
+            t = clock()
+            f = getframe(1)
+            if f.f_code is cw and id(f) == clk._frame_id:
+                clk._on_back(t)
+            return result  # else: torch.compile's context-manager form
+
+        return set_skip_guard_eval_unsafe
+
     def _make(self, orig: Any) -> Any:
+        """The wrapper of ``set_eval_frame`` (and of torch 2.10+'s
+        ``_maybe_set_eval_frame``, the same function): a compile_wrapper's
+        calls of it end the tailed call or start the next one; torch's
+        disable wrappers' calls (between calls) it passes on."""
         clock, getframe, cw = self._clock, self._getframe, self._cw
         clk = self
 
         def set_eval_frame(callback: Any) -> Any:
             result = orig(callback)
-            if clk._turning_on:
-                # torch 2.8: the tailed call turning Dynamo's hook on, through
-                # its _maybe_set_eval_frame: not its return, and no reading
-                # (it is inside the call's way to its lookup)
-                clk._turning_on = False
-                return result
             t = clock()
             f = getframe(1)
             code = f.f_code
             if code is not cw:
                 if code is not clk._maybe_code:
-                    clk._passes += 1  # torch.compiler.disable's wrappers and the like
-                    return result
+                    return result  # torch.compiler.disable's wrappers and the like
                 f = f.f_back  # torch 2.8: through its _maybe_set_eval_frame
                 if f is None or f.f_code is not cw:
-                    clk._passes += 1
                     return result
-            clk._on_wrapper(id(f), t)
+            clk._on_set(id(f), t)
             return result
 
         return set_eval_frame
 
-    def _pass_cost(self) -> float:
-        """The wrapper's own seconds on a call it only passes on: a wrapper
-        of a builtin as cheap as set_eval_frame against the bare builtin,
-        the faster of three loops of 200 each (about 0.2 ms, once)."""
-        probe = self._make(id)
-        passes = self._passes
-        best = []
-        for fn in (id, probe):
-            times = []
-            for _ in range(3):
-                t0 = self._clock()
-                for _ in range(200):
-                    fn(None)
-                times.append(self._clock() - t0)
-            best.append(min(times) / 200)
-        self._passes = passes
-        return max(best[1] - best[0], 0.0)
-
-    def _wrap(self, orig: Any) -> Any:
-        if self._pass_s is None:
-            self._pass_s = self._pass_cost()
-        set_eval_frame = self._make(orig)
-        set_eval_frame._stance_magic_wraps = orig  # type: ignore[attr-defined]
-        # compile_wrapper calls it while Dynamo's frame hook is on (once the
-        # compiled code returns): Dynamo must run it as it runs torch's own
-        # functions, never look it up (torch 2.8's profiler records that
-        # lookup, and a refused lookup there loses the cell's own miss)
+    def _wrap(self, name: str, orig: Any) -> Any:
+        w = self._make_back(orig) if name == BACK else self._make(orig)
+        w._stance_magic_wraps = orig  # type: ignore[attr-defined]
+        # compile_wrapper's context-manager form, and torch's functions
+        # inside compiled code, may call it while Dynamo's frame hook is on:
+        # Dynamo must run it as it runs torch's own functions, never look it
+        # up (torch 2.8's profiler records that lookup, and a refused lookup
+        # there loses the cell's own miss)
         skip = getattr(self._ef, "skip_code", None)
         if skip is not None:
-            skip(set_eval_frame.__code__)
-        return set_eval_frame
+            skip(w.__code__)
+        return w
 
     # -- a timed call -------------------------------------------------------
     def tail(
         self,
         frame_id: int,
-        done: Callable[[float, float, float, float], None],
+        done: Callable[[float, float, float], None],
         at_back: Callable[[], None] | None = None,
-        at_dispatch: bool = False,
     ) -> None:
-        """Note the return of the compiled code and the end of the call of the
-        compile_wrapper frame ``frame_id``; ``done(back, end, own, inner)``
-        gets them, with the wrapper's own seconds after ``back`` and on the
-        calls it passed on before it; ``at_back()`` runs where the compiled
-        code returned (its time is the wrapper's own, left out).
-        ``at_dispatch``: set where torch.compile's dispatcher returns, before
-        the call turns Dynamo's hook on (a call the clock then leaves out)."""
+        """Note the compiled code's return and the end of the call of the
+        compile_wrapper frame ``frame_id``; ``done(back, end, own)`` gets
+        them, with the clock's own seconds after ``back``; ``at_back()``
+        runs where the compiled code returned (its time is the clock's own,
+        left out). Only the wrapper that notes the return is in while the
+        call runs."""
         self._frame_id = frame_id
         self._done = done
         self._at_back = at_back
         self._t_back = None
         self.next_enter = None
-        self._passes = 0
-        # set_eval_frame only: the compiled code's own calls of it (torch's
-        # disable wrappers) meet one wrapper, not two
-        self._install(SET)
-        self._turning_on = at_dispatch and self._maybe_code is not None
+        if self._installed:
+            # the wrappers that wait for the end (a call whose end was not
+            # seen, or the dispatch's tail re-set at the lookup) stay out of
+            # the compiled code
+            self._take_out(SET)
+            self._take_out(MAYBE)
+        self._install(BACK)
 
-    def _on_wrapper(self, frame_id: int, t: float) -> None:
+    def _on_back(self, t: float) -> None:
+        if self._t_back is not None:
+            return
+        self._t_back = t  # the compiled code returned: the call's end is next
+        if self._at_back is not None:
+            self._at_back()
+            self._at_back = None
+        self._take_out(BACK)
+        self._install(SET)
+        self._install(MAYBE)
+        self._t_resume = self._clock()  # this wrapper's own work left out
+
+    def _on_set(self, frame_id: int, t: float) -> None:
         if frame_id == self._frame_id:
             if self._t_back is None:
-                self._t_back = t  # the compiled code returned: the call's end is next
-                self._inner = self._passes * (self._pass_s or 0.0)
-                if self._at_back is not None:
-                    self._at_back()
-                    self._at_back = None
-                self._install(MAYBE)
-                self._t_resume = self._clock()  # this wrapper's own work left out
-                return
+                return  # before the compiled code returned (a call whose back was not seen)
             back, done = self._t_back, self._done
             self._frame_id, self._done, self._t_back = -1, None, None
             self._take_out(MAYBE)
             if done is not None:
                 # the call ended (less this wrapper's own work after the compiled
                 # code returned): now watch for the next one's start
-                done(back, t, self._t_resume - back, self._inner)
+                done(back, t, self._t_resume - back)
             return
         if self._done is None and self.next_enter is None:
             # the next compile_wrapper's start: the last reading needed, taken
@@ -336,7 +332,11 @@ class LookupBounds:
 
     A profiled call is counted, not timed (the profiler slows it), and the
     profiler's own start and stop inside a cell are in :attr:`overhead_s`,
-    left out of the cell's time.
+    left out of the cell's time. Its end is not watched (no
+    :class:`CallClock` tail), as a counted-only call's is not: the clock's
+    wrappers around a call make its lookup event read slower (2.0-2.2 µs
+    against 1.7 µs bare for a 1-argument function on torch 2.8), and the
+    bound is to read the lookup as it runs bare.
     """
 
     __slots__ = (

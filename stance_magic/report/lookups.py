@@ -31,10 +31,12 @@ class CallParts:
     ``wrapper_s`` is torch.compile's wrapper: its Python before it hands the
     call to Dynamo (``before_s``), its way into Dynamo and Dynamo's own work
     before and after the lookup (``into_s``), and its Python after the
-    compiled code returns (``after_s``). ``lookup_s`` is Dynamo's cache
-    lookup as torch's profiler bounds it (frame locals and guards: what
-    ``skip_guard_eval_unsafe`` can save part of); ``compiled_s`` the compiled
-    code, from the end of the lookup to its return; ``call_s`` their sum.
+    compiled code returns and torch's settings are back (``after_s``).
+    ``lookup_s`` is Dynamo's cache lookup as torch's profiler bounds it
+    (frame locals and guards: what ``skip_guard_eval_unsafe`` can save part
+    of); ``compiled_s`` the compiled code, from the end of the lookup to its
+    return (with the wrapper's first steps past it: Dynamo's frame hook off,
+    functorch's layer stack unwound); ``call_s`` their sum.
     ``eager_s`` is a whole call that ran eagerly instead (an eager fallback,
     or no compiled code under the stance; torch.compile's wrapper included),
     ``eager_calls`` how many did.

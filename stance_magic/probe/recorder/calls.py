@@ -119,7 +119,8 @@ class _Activation:
         #: started, where its lookup ended (a hit?), the records written by then
         self.before: float | None = None
         self.t_lookup: float | None = None
-        self.t_out = 0.0
+        #: where its compiled code started (None until the guard hook read it)
+        self.t_out: float | None = None
         self.hit = False
         #: how it ended (a CALL_ outcome), once resolved
         self.outcome: str | None = None
@@ -173,44 +174,53 @@ class CallsMixin:
         lookup = self._lookup
 
         def _callback_from_stance(callback: Any) -> Any:
+            if callback is None:
+                # torch._dynamo.disable's wrappers (inside compiled code too):
+                # never a compiled call, straight to torch
+                return orig(callback)
             result = dispatch(callback)
-            if callback is None:  # torch._dynamo.disable's wrappers: never a compiled call
-                return result
             if not rec._armed:
                 rec._arm()  # the window's first dispatch: before its lookup
+            sampling = counted.get(callback)
+            if sampling is None:
+                # a call to time: torch's dispatcher returned now (the checks
+                # below are this hook's own work, left out of the call)
+                dispatched = clock()
+                f = getframe(1)
+                if f.f_code is cw and get_ident() in threads:
+                    compiled_call(callback, result, f, dispatched)
+                return result
             f = getframe(1)
             if f.f_code is cw and get_ident() in threads:
-                sampling = counted.get(callback)
-                if sampling is not None:
-                    sampling.calls += 1
-                    act = sampling.act
-                    if act.consumed:
-                        # the activation reused, nothing allocated: only
-                        # counted, or 1 in SAMPLE_EVERY a spot check (timed)
-                        rec._calls += 1
-                        if rec._open is not None:
-                            rec._resolve(rec._open, None)
-                        prev = rec._act
-                        if prev is not act and prev is not None and not prev.consumed:
-                            rec._end_activation(prev)
-                        if rec._pending is not None:
-                            rec._settle_miss()
-                        if result is not callback:
-                            act.callback = callback_ref(result)
-                        elif act.callback is not sampling.ref:
-                            act.callback = sampling.ref
-                        if act.frame_id != id(f):
-                            rec._pin(act, id(f))
-                        act.stance = ef._stance.stance
-                        act.consumed = False
-                        rec._act = act
-                        if sampling.calls % every:
-                            act.sampled = True
-                        else:
-                            act.sampled = False
-                            act.handling = sys.exc_info()[1]
-                            act.t0 = rec._clock()
-                        return result
+                sampling.calls += 1
+                act = sampling.act
+                if act.consumed:
+                    # the activation reused, nothing allocated: only
+                    # counted, or 1 in SAMPLE_EVERY a spot check (timed)
+                    rec._calls += 1
+                    if rec._open is not None:
+                        rec._resolve(rec._open, None)
+                    prev = rec._act
+                    if prev is not act and prev is not None and not prev.consumed:
+                        rec._end_activation(prev)
+                    if rec._pending is not None:
+                        rec._settle_miss()
+                    if result is not callback:
+                        act.callback = callback_ref(result)
+                    elif act.callback is not sampling.ref:
+                        act.callback = sampling.ref
+                    if act.frame_id != id(f):
+                        rec._pin(act, id(f))
+                    act.stance = ef._stance.stance
+                    act.consumed = False
+                    rec._act = act
+                    if sampling.calls % every:
+                        act.sampled = True
+                    else:
+                        act.sampled = False
+                        act.handling = sys.exc_info()[1]
+                        act.t0 = rec._clock()
+                    return result
                 compiled_call(callback, result, f, clock())
             return result
 
@@ -229,7 +239,13 @@ class CallsMixin:
                 rec._hits += 1
                 act.counted.hits += 1  # type: ignore[union-attr]
             else:
-                lookup(cache_hit, getframe(1))
+                t = clock()  # the lookup ended (what follows is this hook's own work)
+                lookup(cache_hit, getframe(1), t)
+                starting = rec._starting
+                if starting is not None:
+                    # a timed call's compiled code runs from here
+                    rec._starting = None
+                    starting.t_out = clock()
             prev = rec._prev_guard_hook
             if prev is not None:
                 return prev(cache_hit)
@@ -286,14 +302,15 @@ class CallsMixin:
         act.start_records = len(self._records)
         self._open = act
         act.handling = sys.exc_info()[1]
-        if clock is not None:
+        if clock is not None and not calibrating:
             # its end, whatever it does: the parts of a call that ran
             # eagerly, and for every call whether it raised (see _resolve);
-            # a timed lookup tails it again from the lookup. Before the
-            # call's start is read: the clock's first tail measures its own
-            # cost once (see CallClock._pass_cost), no part of this call
+            # a timed lookup tails it again from the lookup. Not a call the
+            # profiler runs over: its lookup event is to read as bare as a
+            # counted-only call's (the clock's wrappers around a call slow
+            # its lookup: see probe.anatomy.LookupBounds)
             self._tail_act = act
-            clock.tail(act.frame_id, self._call_done, at_dispatch=True)
+            clock.tail(act.frame_id, self._call_done)
         act.t0 = self._clock()
 
     def _mark_back(self) -> None:
@@ -302,10 +319,9 @@ class CallsMixin:
         if act is not None and act.mark is not None:
             act.mark.end()
 
-    def _call_done(self, back: float, end: float, own: float, inner: float) -> None:
+    def _call_done(self, back: float, end: float, own: float) -> None:
         """A timed call ended (see probe.anatomy): its parts, as an event,
-        less the clock's own work (``own`` after the compiled code returned,
-        ``inner`` on torch's calls it passed on while the code ran)."""
+        less the clock's own work (``own``, after the compiled code returned)."""
         act, self._tail_act = self._tail_act, None
         self._enter_calls = self._calls  # the next call's start: this one's successor's
         if act is None:
@@ -333,13 +349,13 @@ class CallsMixin:
         if outcome == CALL_EAGER:
             # ran without compiled code (force_eager, ..., a miss that
             # compiled nothing)
-            self._events.append(EagerParts(key, act.before, end - act.t0 - own - inner, end))
+            self._events.append(EagerParts(key, act.before, end - act.t0 - own, end))
             return
-        if outcome != CALL_CACHED or act.t_lookup is None or not act.hit:
+        if outcome != CALL_CACHED or act.t_lookup is None or act.t_out is None or not act.hit:
             # it compiled, then ran what it compiled: neither an eager call
             # nor a steady one; the compile is the report's
             return
-        compiled = max(back - act.t_out - inner, 0.0)
+        compiled = max(back - act.t_out, 0.0)
         parts = (act.before, act.t_lookup - act.t0, compiled, end - back - own)
         self._events.append(Parts(key, parts, end))
         if mark is not None:
@@ -399,11 +415,10 @@ class CallsMixin:
             act.consumed = True
         act.handling = None
 
-    def _lookup(self, cache_hit: bool, caller: Any) -> None:
+    def _lookup(self, cache_hit: bool, caller: Any, t: float) -> None:
         """A cache lookup that is not a counted-only hit (``caller``: the
-        frame that made it): counted, attributed and, where it has a start,
-        timed."""
-        t = self._clock()
+        frame that made it), ended at ``t``: counted, attributed and, where
+        it has a start, timed."""
         if self._threads and self._get_ident() in self._threads:
             if self._pending is not None:
                 self._settle_miss()
@@ -491,8 +506,10 @@ class CallsMixin:
             in_use = hit and cuda is not None and cuda.is_initialized()
             act.mark = marks = stream_mark(cuda) if in_use else None
             clock.tail(act.frame_id, self._call_done, self._mark_back if marks else None)
-            # the compiled code runs from here (this hook's work left out)
-            act.t_out = self._clock()
+            # the compiled code runs from the guard hook's return (this
+            # hook's work left out): the hook reads it there
+            act.t_out = None
+            self._starting = act
         sampling.timed += 1
         if sampling.timed >= SAMPLE_FIRST and sampling.key is None:
             # from now on its calls are only counted, but 1 in SAMPLE_EVERY

@@ -134,6 +134,7 @@ class Recorder(
         "_sampling",
         "_sentinel",
         "_shapes",
+        "_starting",
         "_tail_act",
         "_threads",
         "_user_wanted",
@@ -184,6 +185,9 @@ class Recorder(
         #: CUDA is in use (see _timed)
         self._cuda: Any = None
         self._tail_act: _Activation | None = None
+        #: a timed call whose compiled code starts as the guard hook returns
+        #: (its t_out is read there, the hook's own work before it left out)
+        self._starting: _Activation | None = None
         #: torch's profiler over a few calls per function, in its first cells
         self._bounds = LookupBounds(self._clock)
         #: the dispatch count when the last timed call ended (its successor's
