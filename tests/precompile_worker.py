@@ -42,6 +42,7 @@ def main() -> None:
             "graphs": rep.graphs,
             "calls": {"cached": rep.calls.cached, "compiled": rep.calls.compiled},
             "precompiled": [(p.name, p.outcome, p.why) for p in rep.precompiled],
+            "failed_guards": [list(p.failed_guards) for p in rep.precompiled],
             "text": str(rep),
         },
     }

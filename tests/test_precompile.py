@@ -181,10 +181,16 @@ def test_a_new_kernel_skips_tracing_and_never_runs_an_edited_cell(tmp_path):
     assert "precompiled frame not used, traced again: its guards did not match" in rep["text"]
     error = doubles["errors"][-1]
     if error is not None and RETRACE_BUG in error:
+        # Dynamo raised before it built the new frame's guards: none to compare
         assert rep["calls"]["cached"] == 0 and "raised" in rep["text"]
+        assert rep["failed_guards"] == [[]]
     else:
         assert error is None and doubles["y"] == pytest.approx(old)
         assert rep["compiles"] == 1 and rep["calls"] == {"cached": 0, "compiled": 1}
+        # the saved frame's guard that refused a float64 tensor, in torch's words
+        [failed] = rep["failed_guards"]
+        assert any("dtype" in g and "Double" in g for g in failed), failed
+        assert f"(failed: {'; '.join(failed)})" in rep["text"]
 
     # the function's own cell edited, the first kernel's directory in place
     body = "def f(x):\n    return g(x).cos()"

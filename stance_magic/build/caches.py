@@ -179,13 +179,17 @@ def _precompiled(window: probe.Window) -> list[PrecompiledFrame]:
     cell ran a precompiled frame and Dynamo traced the same code in the cell,
     the entry was installed and not used: its guards did not match."""
     ran = window.calls.get((probe.CALL_CACHED, probe.WHY_PRECOMPILED), 0)
-    traced = {(r.filename, r.line) for r in window.compiles if r.kind == "frame"}
+    traced: dict[tuple[str, int | None], list[str]] = {}
+    for r in window.compiles:
+        if r.kind == "frame":
+            traced.setdefault((r.filename, r.line), []).extend(r.info.precompile_failures)
     out = []
     for e in window.precompiled:
-        outcome, why = e.outcome, e.why
+        outcome, why, failed = e.outcome, e.why, ()
         if outcome == probe.PRECOMPILE_HIT and not ran and (e.filename, e.line) in traced:
             outcome = probe.PRECOMPILE_GUARDS_MISSED
             why = "its guards did not match the call"
+            failed = tuple(dict.fromkeys(traced[(e.filename, e.line)]))
         out.append(
             PrecompiledFrame(
                 name=e.name,
@@ -194,6 +198,7 @@ def _precompiled(window: probe.Window) -> list[PrecompiledFrame]:
                 outcome=outcome,
                 why=why,
                 file=_file(e.filename),
+                failed_guards=failed,
             )
         )
     return out

@@ -154,6 +154,28 @@ def _feed(h: Any, code: Any) -> None:
         h.update(b"|")
 
 
+def failed_guards(code: Any, local_scope: Any) -> list[str]:
+    """The guards of ``code``'s precompiled frames (installed by torch at
+    ``torch.compile``) that fail on a frame's locals, as torch words them
+    (its ``check_verbose``): why Dynamo traced that frame again. Empty for a
+    code with none, or a torch that cannot list them."""
+    if code is None:
+        return []
+    import torch._C._dynamo.eval_frame as c_eval_frame
+
+    entries = getattr(c_eval_frame, "_debug_get_precompile_entries", None)
+    if entries is None:
+        return []
+    out: list[str] = []
+    for entry in entries(code):
+        manager = entry.guard_manager
+        if manager.check(local_scope):
+            continue
+        parts = getattr(manager.check_verbose(local_scope), "verbose_code_parts", None)
+        out.extend(str(p).strip() for p in parts or ["a guard"])
+    return out
+
+
 def is_cell_code(code: types.CodeType) -> bool:
     """Code torch's own source check cannot cover: no module found for it
     (a notebook cell's, an ``exec``'d string's)."""

@@ -65,6 +65,9 @@ class RecordInfo:
     limit: LimitHit | None = None
     #: every cache entry's failed guard, as torch listed them before recompiling
     guard_failures: list[str] = field(default_factory=list)
+    #: the guards of the code's precompiled frames (caching_precompile) that
+    #: failed on this frame's locals, as torch words them: why it was traced
+    precompile_failures: list[str] = field(default_factory=list)
     #: AOTAutograd ran in this compile (False: the backend never used it)
     aot_autograd: bool | None = None
     #: an exception was propagating when torch wrote the record: the compile

@@ -92,7 +92,8 @@ def _compiles_value(rep: Any) -> str:
 def _precompiled_line(p: Any) -> str:
     if p.outcome == "hit":
         return f"{p.where}: Dynamo's precompiled frame, no tracing (caching_precompile)"
-    return f"{p.where}: precompiled frame not used, traced again: {p.why}"
+    failed = f" (failed: {'; '.join(p.failed_guards)})" if p.failed_guards else ""
+    return f"{p.where}: precompiled frame not used, traced again: {p.why}{failed}"
 
 
 def _load_line(x: Any) -> str:

@@ -149,6 +149,11 @@ class PrecompiledFrame(NamedPlace):
     outcome: str = "miss"
     why: str = ""
     file: str = ""
+    #: ``"guards"``: the saved frame's guards that refused the call, as
+    #: torch words them (``tensor 'x' dtype mismatch. expected Float, actual
+    #: Double``); empty where Dynamo's new trace did not get as far as its
+    #: own guards
+    failed_guards: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from ..frames import (
     _module_location,
     user_frames,
 )
+from ..precompile import failed_guards
 from ..records import (
     RecordInfo,
     _aot_dispatch_count,
@@ -57,6 +58,7 @@ class CompilesMixin:
         self._aot_seen = aot
         cid = str(getattr(rec, "compile_id", ""))
         info.module = self._module_by_id.pop(cid, None)
+        info.precompile_failures = self._precompile_failures.pop(cid, [])
         miss = self._pending
         if is_frame_compile(rec):
             info.code = self._pending_code or _compiling_code(sys._getframe(1))
@@ -141,9 +143,15 @@ class CompilesMixin:
             from torch._guards import CompileContext
 
             builder = rest[0] if rest else None
-            mod = _module_in_scope(local_scope, getattr(builder, "f_code", None))
+            code = getattr(builder, "f_code", None)
+            cid = str(CompileContext.current_compile_id())
+            mod = _module_in_scope(local_scope, code)
             if mod is not None:
-                cid = str(CompileContext.current_compile_id())
                 self._module_by_id[cid] = _module_location(mod)
+            # a frame traced although torch installed a precompiled one for
+            # its code: which of that one's guards refused these locals
+            failed = failed_guards(code, local_scope)
+            if failed:
+                self._precompile_failures[cid] = failed
         except Exception:  # naming is a nicety: never break a compile
             return

@@ -126,6 +126,7 @@ class Recorder(
         "_patches",
         "_pending",
         "_pending_code",
+        "_precompile_failures",
         "_prev_guard_hook",
         "_prev_testing_hook",
         "_records",
@@ -235,6 +236,8 @@ class Recorder(
         #: torch.compile's callback -> the function it compiles (see _fn_of)
         self._fns: dict[Any, Any] = {}
         self._module_by_id: dict[str, tuple[str, str, int | None]] = {}
+        #: compile id -> its code's precompiled frames' failed guards (see _testing_hook)
+        self._precompile_failures: dict[str, list[str]] = {}
         #: every cache miss, with what torch did after it
         self._miss_list: list[MissEvent] = []
         #: the last miss, until torch compiles, refuses or runs its frame
