@@ -10,6 +10,9 @@ Run from the repository root::
 Three compiled functions (``backend="eager"``, one intra-op thread), warmed
 up, then in each of several rounds, in one process:
 
+* **calibration**: the recorder forgets its lookup bounds and measures the
+  loop three times, as a session's first three cells that call a function
+  (where torch's profiler bounds its lookup);
 * **report**: a loop of calls measured by ``stance_magic.measure``; its
   ``call_parts``: the whole call, torch.compile's wrapper, Dynamo's cache
   lookup (as torch's profiler bounds it) and the compiled code, medians;
@@ -98,10 +101,12 @@ def anatomy(step: Callable[[], Any], n: int, rounds: int) -> dict:
     import torch
 
     import stance_magic
+    from stance_magic.engine import get_engine
+    from stance_magic.probe.anatomy import CALIBRATIONS
 
     for _ in range(3):
         step()
-    with stance_magic.measure("default"):  # torch's profiler bounds the lookup here, once
+    with stance_magic.measure("default"):  # warmed up with the recorder's hooks in
         for _ in range(n):
             step()
     rows: dict[str, list[tuple[float, float]]] = {
@@ -118,7 +123,17 @@ def anatomy(step: Callable[[], Any], n: int, rounds: int) -> dict:
                 step()
         return rep
 
+    recorder = get_engine().recorder
     for i in range(rounds):
+        # each round bounds the lookup afresh (a burst of load over the
+        # calibrations moves its round, not every round after it), in
+        # windows of their own before the measured one, as a session's
+        # first cells do
+        recorder.forget_lookup_bounds()
+        for _ in range(CALIBRATIONS):
+            with stance_magic.measure("default"):
+                for _ in range(n):
+                    step()
         # each pair in alternating order, round to round: a drift in the
         # machine's speed moves both sides of a pair, not one
         first = i % 2 == 1

@@ -348,6 +348,20 @@ def test_torch_s_profiler_bounds_a_functions_lookup_in_its_first_three_cells(sh)
     assert rep.cache_hits == 100 == lk.timed + lk.sampled and lk.calibrated == 0
     assert lk.bounded and rep.call_parts.lookup_bounded and rep.call_parts.calls == lk.timed
     assert "each bounded as torch's profiler bounds a lookup" in lookup_method(lk)
+    # forgotten (between windows only): the next cell bounds it again
+    from stance_magic.engine import get_engine
+
+    recorder = get_engine().recorder
+    sh.run_cell("import stance_magic")
+    res = sh.run_cell(
+        "with stance_magic.measure():\n"
+        "    stance_magic.engine.get_engine().recorder.forget_lookup_bounds()"
+    )
+    assert isinstance(res.error_in_exec, RuntimeError), res.error_in_exec
+    recorder.forget_lookup_bounds()
+    run(sh, cell)
+    lk = last(sh).lookups
+    assert 0 < lk.calibrated <= anatomy.CALIBRATION_CALLS and lk.bounded
 
 
 def test_eager_calls_are_a_part_of_their_own(ticking):

@@ -362,6 +362,14 @@ class Recorder(
     def open(self) -> bool:
         return bool(self._marks)
 
+    def forget_lookup_bounds(self) -> None:
+        """Forget every function's lookup bound (see probe.anatomy.LookupBounds):
+        torch's profiler bounds each again in its next cells that call it
+        enough. Only between windows."""
+        if self.open_windows:
+            raise RuntimeError("the lookup bounds are forgotten only between windows")
+        self._bounds.clear()
+
     def use_clock(self, clock: Callable[[], float]) -> None:
         """Read time from ``clock`` (seconds, monotonic) instead of
         ``time.perf_counter``: the tests' fake clock, whose readings they
