@@ -168,11 +168,9 @@ def failed_guards(code: Any, local_scope: Any) -> list[str]:
         return []
     out: list[str] = []
     for entry in entries(code):
-        manager = entry.guard_manager
-        if manager.check(local_scope):
-            continue
-        parts = getattr(manager.check_verbose(local_scope), "verbose_code_parts", None)
-        out.extend(str(p).strip() for p in parts or ["a guard"])
+        info = entry.guard_manager.check_verbose(local_scope)
+        if not info.result:
+            out.extend(str(p).strip() for p in info.verbose_code_parts or ["a guard"])
     return out
 
 

@@ -182,16 +182,13 @@ class CallsMixin:
             if not rec._armed:
                 rec._arm()  # the window's first dispatch: before its lookup
             sampling = counted.get(callback)
-            if sampling is None:
-                # a call to time: torch's dispatcher returned now (the checks
-                # below are this hook's own work, left out of the call)
-                dispatched = clock()
-                f = getframe(1)
-                if f.f_code is cw and get_ident() in threads:
-                    compiled_call(callback, result, f, dispatched)
-                return result
+            # a call to time: torch's dispatcher returned now (the checks
+            # below are this hook's own work, left out of the call)
+            dispatched = clock() if sampling is None else 0.0
             f = getframe(1)
-            if f.f_code is cw and get_ident() in threads:
+            if f.f_code is not cw or get_ident() not in threads:
+                return result
+            if sampling is not None:
                 sampling.calls += 1
                 act = sampling.act
                 if act.consumed:
@@ -221,7 +218,8 @@ class CallsMixin:
                         act.handling = sys.exc_info()[1]
                         act.t0 = rec._clock()
                     return result
-                compiled_call(callback, result, f, clock())
+                dispatched = clock()  # its reused activation is in use: a call of its own
+            compiled_call(callback, result, f, dispatched)
             return result
 
         def _guard_hook(cache_hit: bool) -> bool:
