@@ -282,7 +282,7 @@ class Engine(Observers):
         if not self._cell_depth:
             before = self._unapplied or now
             self._last_session = before
-        if stance != now:
+        if stance is not now and stance != now:
             _apply(stance)
         self._cell_depth += 1
         if self._cell_depth == 1:
@@ -303,7 +303,7 @@ class Engine(Observers):
             after, self._pending_session = waited, None
             self._last_session = after
         now = _now(after)
-        if now != after:  # also undoes a change made by the block
+        if now is not after and now != after:  # also undoes a change made by the block
             if now != stance:
                 # the block called torch.compiler.set_stance itself
                 if keep_own and waited is None:

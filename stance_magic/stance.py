@@ -226,6 +226,15 @@ def make_stance(
     """
     if name is None:
         base = base or Stance()
+        if (
+            backend is None
+            and base.backend is None
+            and (not skip_guard_eval_unsafe or base.skip_guard_eval_unsafe)
+            and base.name in supported_stances()
+        ):
+            # the base itself (a cell that names no stance): frozen, and
+            # nothing about it to check again
+            return base
         name = base.name
         skip_guard_eval_unsafe = skip_guard_eval_unsafe or base.skip_guard_eval_unsafe
         if backend is None:
@@ -250,4 +259,16 @@ def current_stance() -> Stance:
     >>> stance_magic.current_stance()
     Stance(name='default', skip_guard_eval_unsafe=False, backend=None)
     """
-    return Stance(*probe.torch_stance())
+    raw = probe.torch_stance()
+    last = _LAST[0]
+    if last is not None and raw == last[0]:
+        # the stance torch had when last asked (the usual case): the same
+        # frozen value, not a new one
+        return last[1]
+    stance = Stance(*raw)
+    _LAST[0] = (raw, stance)
+    return stance
+
+
+#: current_stance's last answer: (torch's raw stance, the Stance made of it)
+_LAST: list[tuple[tuple[str, bool, Any], Stance] | None] = [None]

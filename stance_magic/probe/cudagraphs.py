@@ -387,15 +387,15 @@ class CudagraphWatch:
                 setattr(mod, LOG_FN, fn)
 
     def _register_callbacks(self) -> None:
-        """Wrap what torch imports later at the next compile's start and end
-        (the window's only; torch.compiler.reset() clears them)."""
+        """Wrap what torch imports later at the next compile's start, and at
+        its end (the window's only; torch.compiler.reset() clears them). The
+        end's callback goes in at a compile's start: a window that compiles
+        nothing registers one."""
         callback = sys.modules.get("torch._dynamo.callback")
         if callback is None:
             return
         handler = callback.callback_handler
-        fn = self._callback
-        handler.start_callbacks.append(fn)
-        handler.end_callbacks.append(fn)
+        handler.start_callbacks.append(self._callback)
         self._callbacks.append(handler)
 
     def _unregister_callbacks(self) -> None:
@@ -408,6 +408,10 @@ class CudagraphWatch:
 
     def _on_compile(self, *args: Any) -> None:
         if self._open:
+            fn = self._callback
+            for handler in self._callbacks:
+                if fn not in handler.end_callbacks:
+                    handler.end_callbacks.append(fn)
             try:
                 self._wrap_loaded()
             except Exception:  # pragma: no cover - never break a compile
