@@ -234,3 +234,50 @@ def test_saving_before_the_first_backward_warns_and_the_load_says_so(tmp_path):
         tmp_path / "c",
     )
     assert trained["notes"] == []
+
+
+DECORATOR = (
+    "import functools\n"
+    "SCALE = 2\n"
+    "def scaled(fn):\n"
+    "    @functools.wraps(fn)\n"
+    "    def wrapper(x):\n"
+    "        return fn(x) * SCALE\n"
+    "    return wrapper\n"
+)
+MODEL = "import torch\nfrom deco import scaled\n@scaled\ndef f(x):\n    return (x + 1).sin()\n"
+
+
+@pytest.mark.integration
+def test_a_function_wrapped_in_another_files_decorator_loads_without_tracing(tmp_path):
+    """A decorator from another module (``functools.wraps``, as transformers
+    wraps GPT-2's ``forward``): the function's ``__module__`` is its own
+    file's, the code that runs is the decorator's, with the decorator's
+    globals. torch rebuilds the saved frame's guards on the ``__module__``'s
+    globals, where the decorator's names are missing (a guard on
+    ``G['SCALE']`` fails with a KeyError, and the frame is traced again in
+    every new process); stance_magic gives torch the globals the code runs
+    with: the precompiled frame is used, with the right result."""
+    if pp.available() is not None:
+        pytest.skip(pp.available())
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "deco.py").write_text(DECORATOR)
+    (src / "model.py").write_text(MODEL)
+    saved = tmp_path / "wrapped.smcache"
+    cells = [
+        "%load_ext stance_magic",
+        "%stance cache precompile on",
+        f"import sys\nsys.path.insert(0, {str(src)!r})\nimport torch\nfrom model import f",
+        "%%stance default\ncf = torch.compile(f)\ny = cf(torch.ones(3))",
+    ]
+    expected = (torch.ones(3).add(1).sin() * 2).tolist()
+    first = _kernel([*cells, f"%stance cache save {saved}"], tmp_path / "dir1")
+    assert first["y"] == pytest.approx(expected)
+    assert first["report"]["compiles"] == 1
+    warm = _kernel([*cells[:2], f"%stance cache load {saved}", *cells[2:]], tmp_path / "dir2")
+    assert warm["y"] == pytest.approx(expected)
+    rep = warm["report"]
+    assert warm["dynamo_cache"].get("dynamo_cache_hit") == 1, rep["text"]
+    assert rep["compiles"] == 0 and rep["precompiled"] == [["f", "hit", ""]], rep["text"]
+    assert rep["calls"] == {"cached": 1, "compiled": 0}

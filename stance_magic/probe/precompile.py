@@ -33,9 +33,11 @@ import time.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import logging
+import sys
 import threading
 import types
 from dataclasses import dataclass
@@ -345,6 +347,10 @@ class SourceCheck:
 
         def install(package: Any, backends: Any) -> Any:
             try:
+                _in_own_globals(package)
+            except Exception:
+                _log.debug("stance_magic: globals not checked", exc_info=True)
+            try:
                 return orig(package, backends)
             except RuntimeError:
                 raise  # torch's own fallback: it traces the function again
@@ -449,3 +455,34 @@ def _missing_backends(result: Any) -> int:
     except Exception:
         return 0
     return len(wanted - have)
+
+
+def _in_own_globals(package: Any) -> None:
+    """Name, in a package torch is about to install, the module whose globals
+    the saved function's code runs with.
+
+    torch records a function's ``__module__`` and rebuilds the saved frame's
+    guards on that module's globals (``CompilePackage.install``). A function
+    wrapped by a decorator of another file (``functools.wraps``, as
+    transformers wraps GPT-2's ``forward``) has its own file's
+    ``__module__``, while the code that runs is the decorator's, with the
+    decorator's globals: a guard on one of those names then fails
+    (``KeyError on G['...']``) and torch traces the frame again in every new
+    process. The entry of that code is given the module of the globals it
+    runs with (where that module is imported and holds them); any other is
+    left as torch saved it.
+    """
+    fn = getattr(package, "_innermost_fn", None)
+    code = getattr(fn, "__code__", None)
+    scope = getattr(fn, "__globals__", None)
+    codes = getattr(package, "_codes", None)
+    if code is None or not isinstance(scope, dict) or not isinstance(codes, dict):
+        return
+    entry = codes.get(code)
+    name = scope.get("__name__")
+    if entry is None or not isinstance(name, str) or getattr(entry, "python_module", name) == name:
+        return
+    module = sys.modules.get(name)
+    if module is None or getattr(module, "__dict__", None) is not scope:
+        return
+    codes[code] = dataclasses.replace(entry, python_module=name)
