@@ -485,4 +485,38 @@ def _in_own_globals(package: Any) -> None:
     module = sys.modules.get(name)
     if module is None or getattr(module, "__dict__", None) is not scope:
         return
+    if not _globals_found(entry, scope):
+        # torch saved code that reads a global it does not install (torch
+        # 2.15 names a module constant by its id in the saving process:
+        # GPT-2's ``___module_collections_<id>_c0``): left as torch saved
+        # it, whose guards then refuse it and Dynamo traces again, rather
+        # than code that raises NameError at its first call
+        return
     codes[code] = dataclasses.replace(entry, python_module=name)
+
+
+def _globals_found(entry: Any, scope: dict[str, Any]) -> bool:
+    """Whether every global the entry's saved code reads is in ``scope`` or
+    is one torch installs with it (its import aliases, backends, resume
+    functions, the builtins dictionary)."""
+    import builtins
+    import dis
+
+    from torch._dynamo.package import SerializedCode
+
+    known = set(scope) | set(vars(builtins))
+    known.update(str(n) for n in getattr(entry, "import_sources", {}) or {})
+    known.update(str(n) for n in getattr(entry, "backend_ids", ()) or ())
+    known.update(str(n) for n in getattr(entry, "function_names", ()) or ())
+    for guarded in entry.guarded_codes:
+        todo = [SerializedCode.to_code_object(guarded.dynamo_code)]
+        while todo:
+            code = todo.pop()
+            todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+            for ins in dis.get_instructions(code):
+                if ins.opname not in ("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"):
+                    continue
+                name = ins.argval
+                if name not in known and not name.startswith("__builtins_dict__"):
+                    return False
+    return True
