@@ -281,3 +281,39 @@ def test_a_function_wrapped_in_another_files_decorator_loads_without_tracing(tmp
     assert warm["dynamo_cache"].get("dynamo_cache_hit") == 1, rep["text"]
     assert rep["compiles"] == 0 and rep["precompiled"] == [["f", "hit", ""]], rep["text"]
     assert rep["calls"] == {"cached": 1, "compiled": 0}
+
+
+def test_a_saved_frame_reading_a_global_torch_does_not_install_keeps_torchs_module():
+    """The decorator fix hands torch the decorator's globals only where every
+    global the saved code reads will be there: torch 2.15 saves GPT-2's
+    frame reading ``___module_collections_<id>_c0``, named in the saving
+    process and never installed; with the right globals its guards would
+    pass and the call would raise NameError. Such an entry stays as torch
+    saved it (its guards refuse it, and Dynamo traces again)."""
+    if pp.available() is not None:
+        pytest.skip(pp.available())
+    from torch._dynamo.package import SerializedCode
+
+    scope = {"__name__": "json", "SCALE": 2}
+
+    def entry(src: str, **known: object) -> types.SimpleNamespace:
+        ns: dict = {}
+        exec(compile(f"def saved(x):\n    {src}", "<saved>", "exec"), ns)
+        code = ns["saved"].__code__
+        saved = types.SimpleNamespace(dynamo_code=SerializedCode.from_code_object(code))
+        return types.SimpleNamespace(
+            guarded_codes=[saved],
+            import_sources=known.get("imports", {}),
+            backend_ids=known.get("backends", []),
+            function_names=[],
+        )
+
+    ok = entry(
+        "y = __compiled_fn_1(SCALE, __import_torch)",
+        backends=["__compiled_fn_1"],
+        imports={"__import_torch": "torch"},
+    )
+    assert pp._globals_found(ok, scope)
+    assert not pp._globals_found(entry("return ___module_collections_140_c0.deque"), scope)
+    # in a function of the saved code too
+    assert not pp._globals_found(entry("return lambda: ___module_collections_140_c0"), scope)
