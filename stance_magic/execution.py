@@ -13,7 +13,7 @@ import ast
 import inspect
 import tokenize
 import types
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from IPython.core.error import UsageError
 
@@ -25,33 +25,30 @@ def compile_cell(shell: Any, cell: str, number: int) -> Callable[[], Any]:
     before any stance is applied); return a function that runs it in the
     user namespace and gives the value of its last expression."""
     __tracebackhide__ = True
-    transformed = shell.transform_cell(cell) if _needs_transform(cell) else cell
+    plain = _PLAIN.get(cell)
+    if plain is None:
+        plain = _remember(_PLAIN, cell, not _needs_transform(cell))
+    transformed = cell if plain else shell.transform_cell(cell)
     filename = shell.compile.cache(transformed, number, raw_code=cell)
-    # IPython asks this of the transformed cell too (its input_hist_parsed);
-    # the answer depends on the source alone, so a cell run again is not
-    # tokenized again (about 7 µs)
-    semicolon = _SEMICOLON.get(transformed)
-    if semicolon is None:
-        semicolon = _ends_with_semicolon(transformed)
-        if len(_SEMICOLON) >= _COMPILED_MAX:
-            _SEMICOLON.pop(next(iter(_SEMICOLON)))
-        _SEMICOLON[transformed] = semicolon
-    key = (transformed, shell.compile.flags, semicolon)
-    cached = None if shell.ast_transformers else _COMPILED.get(key)
+    cacheable = not shell.ast_transformers
+    key = (transformed, shell.compile.flags)
+    cached = _COMPILED.get(key) if cacheable else None
     if cached is not None:
         # the same source compiled before, under another cell's file name
-        code, code_last = (_named(c, filename) if c is not None else None for c in cached)
+        code, code_last, body_awaits, last_awaits = cached
+        code = _named(code, filename)
+        if code_last is not None:
+            code_last = _named(code_last, filename)
     else:
-        code, code_last = _compile(shell, transformed, filename, key[2])
-        if not shell.ast_transformers:
-            if len(_COMPILED) >= _COMPILED_MAX:
-                _COMPILED.pop(next(iter(_COMPILED)))
-            _COMPILED[key] = (code, code_last)
-    # Only code with a top-level await is awaited: a cell ending in a call
-    # to an async def shows the coroutine object and runs nothing, as a
-    # plain IPython cell does.
-    body_awaits = bool(code.co_flags & inspect.CO_COROUTINE)
-    last_awaits = code_last is not None and bool(code_last.co_flags & inspect.CO_COROUTINE)
+        # IPython asks this of the transformed cell too (its input_hist_parsed)
+        code, code_last = _compile(shell, transformed, filename, _ends_with_semicolon(transformed))
+        # Only code with a top-level await is awaited: a cell ending in a
+        # call to an async def shows the coroutine object and runs nothing,
+        # as a plain IPython cell does.
+        body_awaits = bool(code.co_flags & _CO_COROUTINE)
+        last_awaits = code_last is not None and bool(code_last.co_flags & _CO_COROUTINE)
+        if cacheable:
+            _remember(_COMPILED, key, (code, code_last, body_awaits, last_awaits))
     if body_awaits or last_awaits:
         _check_can_await()
     glob, loc = shell.user_global_ns, shell.user_ns
@@ -71,13 +68,26 @@ def compile_cell(shell: Any, cell: str, number: int) -> Callable[[], Any]:
     return run
 
 
-#: Cells compiled so far: (source, compiler flags, ends with ";") -> (the
-#: body's code, the last expression's code or None). Running a cell again
-#: (the common case while experimenting) then costs no parse or compile.
-_COMPILED: dict[tuple[str, int, bool], tuple[types.CodeType, types.CodeType | None]] = {}
+_CO_COROUTINE = inspect.CO_COROUTINE
+#: Cells compiled so far: (transformed source, compiler flags) -> (the body's
+#: code, the last expression's code or None, whether each awaits). Running a
+#: cell again (the common case while experimenting) then costs no parse,
+#: compile or tokenizing (IPython's semicolon check: about 7 µs).
+_COMPILED: dict[tuple[str, int], tuple[types.CodeType, types.CodeType | None, bool, bool]] = {}
 _COMPILED_MAX = 64
-#: _ends_with_semicolon's answer per transformed source (it reads the source alone)
-_SEMICOLON: dict[str, bool] = {}
+#: Whether a cell's source is plain Python (IPython's input transformers
+#: would leave it as it is: see _needs_transform), per source
+_PLAIN: dict[str, bool] = {}
+
+_V = TypeVar("_V")
+
+
+def _remember(cache: dict[Any, _V], key: Any, value: _V) -> _V:
+    """``cache[key] = value``, the oldest entry dropped past _COMPILED_MAX."""
+    if len(cache) >= _COMPILED_MAX:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+    return value
 
 
 def _compile(
@@ -100,10 +110,14 @@ def _compile(
 def _named(code: types.CodeType, filename: str) -> types.CodeType:
     """``code`` (and the code of every function and class in it) under
     ``filename``: tracebacks and reports name the cell that runs it."""
-    consts = tuple(
-        _named(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts
-    )
-    return code.replace(co_filename=filename, co_consts=consts)
+    consts = code.co_consts
+    for c in consts:
+        if isinstance(c, types.CodeType):
+            consts = tuple(
+                _named(k, filename) if isinstance(k, types.CodeType) else k for k in consts
+            )
+            return code.replace(co_filename=filename, co_consts=consts)
+    return code.replace(co_filename=filename)
 
 
 #: Characters that start IPython syntax (magics, shell escapes, help,

@@ -124,11 +124,13 @@ class Measurement:
         window = results["recorder"]
         profiled, memory = results["profiler"] if self._profiler is not None else (None, [])
         profiler = self._profiler
-        failures = dict(self._watched.failures)
-        # the profiler's own line ("not measured with the profiler: ...")
-        profiler_error = failures.pop(probe.ProfilerWatch.name, None)
         notes = [note] if note else []
-        notes += failures.values()
+        profiler_error = None
+        if self._watched.failures:
+            failures = dict(self._watched.failures)
+            # the profiler's own line ("not measured with the profiler: ...")
+            profiler_error = failures.pop(probe.ProfilerWatch.name, None)
+            notes += failures.values()
         self._closed = Closed(
             spec=self.spec,
             stance=self.stance,

@@ -402,8 +402,11 @@ class CudagraphWatch:
         fn = self._callback
         for handler in self._callbacks:
             for callbacks in (handler.start_callbacks, handler.end_callbacks):
-                while fn in callbacks:
-                    callbacks.remove(fn)
+                try:
+                    while True:
+                        callbacks.remove(fn)
+                except ValueError:
+                    pass
         self._callbacks.clear()
 
     def _on_compile(self, *args: Any) -> None:

@@ -250,12 +250,23 @@ class SourceCheck:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._installed: list[tuple[Any, str, Any, Any]] = []
+        #: whether this torch has caching_precompile (see possible)
+        self._possible: bool | None = None
         self._events: list[PrecompileEvent] = []
         self._clock: Any = None
 
     @property
     def installed(self) -> bool:
         return bool(self._installed)
+
+    @property
+    def possible(self) -> bool:
+        """Whether this torch has caching_precompile to check (read once: a
+        measured window asks at its start whether the user turned it on)."""
+        possible = self._possible
+        if possible is None:
+            possible = self._possible = available() is None
+        return possible
 
     def events(self, since: int = 0) -> list[PrecompileEvent]:
         """The lookups noted since index ``since`` (see :meth:`mark`)."""

@@ -98,7 +98,7 @@ class InstallMixin:
         patches = self._patches
         patches.replace(t.ef, "_callback_from_stance", cfs)
         patches.replace(t.utils, "add_compilation_metrics_to_chromium", self._on_record)
-        if not SOURCE_CHECK.installed:
+        if not SOURCE_CHECK.installed and SOURCE_CHECK.possible:
             config = sys.modules.get("torch._dynamo.config")
             if config is not None and getattr(config, "caching_precompile", False):
                 # the user turned torch's precompiled frames on: cells are
@@ -106,7 +106,7 @@ class InstallMixin:
                 SOURCE_CHECK.install()
         if not self._aot_patches:
             self._install_aot()
-        self._register_sentinel()
+        self._register_sentinel(t.callback_handler)
         self._hooks_on = True
 
     def _arm(self) -> None:
@@ -221,10 +221,11 @@ class InstallMixin:
                     return ""
         return ""
 
-    def _register_sentinel(self) -> None:
+    def _register_sentinel(self, handler: Any = None) -> None:
         """A no-op compile-start callback: torch.compiler.reset() clears these,
         so its absence at the end of a window says a reset ran."""
-        handler = _torch_hooks().callback_handler
+        if handler is None:
+            handler = _torch_hooks().callback_handler
         if self._sentinel is None:
 
             def stance_magic_reset_sentinel(*args: Any) -> None:
@@ -232,7 +233,8 @@ class InstallMixin:
 
             self._sentinel = stance_magic_reset_sentinel
         if self._sentinel not in handler.start_callbacks:
-            handler.register_start_callback(self._sentinel)
+            # (torch's register_start_callback appends it, as here)
+            handler.start_callbacks.append(self._sentinel)
 
     def _unregister_sentinel(self) -> None:
         callbacks = _torch_hooks().callback_handler.start_callbacks
