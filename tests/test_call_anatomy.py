@@ -166,16 +166,17 @@ def test_each_part_within_1_5x_of_the_profiler_and_the_outside_clock(sh, one_thr
         figures = {}
         for part, f in r["parts"].items():
             name = f"{part} / {bench.SOURCES[part]}"
-            if not tiny:
-                figures[name] = f["ratio"]
-                continue
-            # a call this small shows the hooks' own work that a timed call's
-            # parts cannot all leave out (docs/call-anatomy.md): above, each
-            # part may exceed its source by what the hooks added to a call of
-            # the same round's measured loop (outside clock), no more
-            hooks = r["eager_hooks_s"] if part == "eager call" else r["hooks_s"]
             figures[name] = f["ratio"]
-            figures[f"{name}, less the hooks' cost"] = (f["report_s"] - hooks) / f["independent_s"]
+            if tiny:
+                # a call this small shows the hooks' own work that a timed
+                # call's parts cannot all leave out (docs/call-anatomy.md):
+                # above, each part may exceed its source by what the hooks
+                # added to a call of the same round's measured loop (outside
+                # clock), no more
+                hooks = r["eager_hooks_s"] if part == "eager call" else r["hooks_s"]
+                figures[f"{name}, less the hooks' cost"] = (f["report_s"] - hooks) / f[
+                    "independent_s"
+                ]
         figures["wrapper / whole call"] = r["wrapper_s"] / r["parts"]["whole call"]["report_s"]
         return figures
 

@@ -402,11 +402,8 @@ class CudagraphWatch:
         fn = self._callback
         for handler in self._callbacks:
             for callbacks in (handler.start_callbacks, handler.end_callbacks):
-                try:
-                    while True:
-                        callbacks.remove(fn)
-                except ValueError:
-                    pass
+                while fn in callbacks:
+                    callbacks.remove(fn)
         self._callbacks.clear()
 
     def _on_compile(self, *args: Any) -> None:

@@ -106,7 +106,7 @@ class InstallMixin:
                 SOURCE_CHECK.install()
         if not self._aot_patches:
             self._install_aot()
-        self._register_sentinel(t.callback_handler)
+        self._register_sentinel()
         self._hooks_on = True
 
     def _arm(self) -> None:
@@ -221,11 +221,10 @@ class InstallMixin:
                     return ""
         return ""
 
-    def _register_sentinel(self, handler: Any = None) -> None:
+    def _register_sentinel(self) -> None:
         """A no-op compile-start callback: torch.compiler.reset() clears these,
         so its absence at the end of a window says a reset ran."""
-        if handler is None:
-            handler = _torch_hooks().callback_handler
+        handler = _torch_hooks().callback_handler
         if self._sentinel is None:
 
             def stance_magic_reset_sentinel(*args: Any) -> None:
@@ -233,8 +232,7 @@ class InstallMixin:
 
             self._sentinel = stance_magic_reset_sentinel
         if self._sentinel not in handler.start_callbacks:
-            # (torch's register_start_callback appends it, as here)
-            handler.start_callbacks.append(self._sentinel)
+            handler.register_start_callback(self._sentinel)
 
     def _unregister_sentinel(self) -> None:
         callbacks = _torch_hooks().callback_handler.start_callbacks
