@@ -140,29 +140,24 @@ def test_the_extrapolated_total_agrees_with_timing_every_lookup(sh, monkeypatch)
         turn[0] += 1
         s, f = pair[False].lookups, pair[True].lookups
         assert s.sampled > 0 and f.sampled == 0 and f.timed == n
+        # a total is a sum: a lookup preempted for milliseconds moves it (by
+        # the sampling factor when it falls among the timed ones), so each
+        # round's ratio of totals is one vote and the median of the rounds
+        # decides (the least total of each kind let one round of an unusually
+        # fast sampled cell decide alone, 0.44 against 0.82-0.98 in the others)
         return {
             "per lookup, sampled / every lookup timed": s.per_lookup_s / f.per_lookup_s,
-            "sampled total": s.seconds,
-            "total of every lookup timed": f.seconds,
+            "total, sampled / every lookup timed": s.seconds / f.seconds,
         }
-
-    def least_totals(rounds: list[dict[str, float]]) -> float:
-        # a total is a sum: a lookup preempted for milliseconds moves it (by
-        # the sampling factor when it falls among the timed ones), so the
-        # least disturbed round of each kind stands
-        return min(r["sampled total"] for r in rounds) / min(
-            r["total of every lookup timed"] for r in rounds
-        )
 
     agree(
         one_round,
         {
             "per lookup, sampled / every lookup timed": (1 / 2, 2),
-            "least total, sampled / every lookup timed": (1 / 2, 2),
+            "total, sampled / every lookup timed": (1 / 2, 2),
         },
         why="the same lookups, sampled or all timed; a lookup flips between ~2.8 and "
         "~4.8 us with the process's state, so 2x and not closer",
-        across={"least total, sampled / every lookup timed": least_totals},
         rounds=5,
         max_rounds=11,
     )
