@@ -283,13 +283,61 @@ def test_a_function_wrapped_in_another_files_decorator_loads_without_tracing(tmp
     assert rep["calls"] == {"cached": 1, "compiled": 0}
 
 
+#: a module torch's generated code loads by an alias it makes up: the frame's
+#: globals have no ``itertools`` (only ``count``), so the count iterator the
+#: function returns is rebuilt from ``___module_itertools_<id>_c<n>`` (as
+#: GPT-2's output is from ``___module_collections_...``)
+ALIASED = (
+    "import torch\n"
+    "from itertools import count\n"
+    "def f(x):\n"
+    "    c = count(1)\n"
+    "    return (x + next(c)).sin(), c\n"
+)
+
+
+@pytest.mark.integration
+def test_a_frame_that_loads_a_module_by_torchs_own_alias_loads_without_tracing(tmp_path):
+    """torch's code generation loads a module the frame's globals lack by a
+    global it installs, ``___module_<name>_<id>_c<n>``, and does not list it
+    among the entry's import sources: in a new process the saved code's guards
+    refuse it (torch 2.15: the frame traced again) or, given the globals, it
+    would raise NameError. stance_magic records the alias with the entry when
+    torch saves it, and torch installs it at load like its own import
+    aliases: the precompiled frame is used, with the right result."""
+    if pp.available() is not None:
+        pytest.skip(pp.available())
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "itmodel.py").write_text(ALIASED)
+    saved = tmp_path / "aliased.smcache"
+    cells = [
+        "%load_ext stance_magic",
+        "%stance cache precompile on",
+        f"import sys\nsys.path.insert(0, {str(src)!r})\nimport torch\nfrom itmodel import f",
+        "%%stance default\ncf = torch.compile(f)\ny, c = cf(torch.ones(3))\n"
+        "y = torch.cat([y, torch.tensor([float(next(c))])])",
+    ]
+    expected = [*torch.ones(3).add(1).sin().tolist(), 2]
+    first = _kernel([*cells, f"%stance cache save {saved}"], tmp_path / "dir1")
+    assert first["y"] == pytest.approx(expected)
+    assert first["report"]["compiles"] == 1
+    warm = _kernel([*cells[:2], f"%stance cache load {saved}", *cells[2:]], tmp_path / "dir2")
+    assert warm["y"] == pytest.approx(expected)
+    rep = warm["report"]
+    assert warm["dynamo_cache"].get("dynamo_cache_hit") == 1, rep["text"]
+    assert rep["compiles"] == 0 and rep["precompiled"] == [["f", "hit", ""]], rep["text"]
+    assert rep["calls"] == {"cached": 1, "compiled": 0}
+
+
 def test_a_saved_frame_reading_a_global_torch_does_not_install_keeps_torchs_module():
     """The decorator fix hands torch the decorator's globals only where every
-    global the saved code reads will be there: torch 2.15 saves GPT-2's
-    frame reading ``___module_collections_<id>_c0``, named in the saving
-    process and never installed; with the right globals its guards would
-    pass and the call would raise NameError. Such an entry stays as torch
-    saved it (its guards refuse it, and Dynamo traces again)."""
+    global the saved code reads will be there: a frame saved without the
+    extension (torch alone does not record ``___module_collections_<id>_c0``,
+    GPT-2's, named in the saving process) reads a global nobody installs;
+    with the right globals its guards would pass and the call would raise
+    NameError. Such an entry stays as torch saved it (its guards refuse it,
+    and Dynamo traces again)."""
     if pp.available() is not None:
         pytest.skip(pp.available())
     from torch._dynamo.package import SerializedCode
@@ -317,3 +365,59 @@ def test_a_saved_frame_reading_a_global_torch_does_not_install_keeps_torchs_modu
     assert not pp._globals_found(entry("return ___module_collections_140_c0.deque"), scope)
     # in a function of the saved code too
     assert not pp._globals_found(entry("return lambda: ___module_collections_140_c0"), scope)
+
+
+def test_the_module_aliases_torch_makes_up_are_recorded_with_the_saved_frame():
+    """When torch saves a frame, each ``___module_<name>_<id>_c<n>`` its code
+    reads (in a function of it too) and that the globals the code runs with
+    bind to an imported module is added to the entry's import sources, by
+    the module's name; a name bound to something else, or to a module not
+    importable by its name, is not; torch's own aliases stay as they are."""
+    if pp.available() is not None:
+        pytest.skip(pp.available())
+    import itertools
+
+    from torch._dynamo.package import SerializedCode
+
+    stray = types.ModuleType("not_imported_anywhere")
+
+    def code_entry(src: str, module: str = "json", imports=None) -> types.SimpleNamespace:
+        ns: dict = {}
+        exec(compile(f"def saved(x):\n    {src}", "<saved>", "exec"), ns)
+        code = ns["saved"].__code__
+        saved = types.SimpleNamespace(dynamo_code=SerializedCode.from_code_object(code))
+        return types.SimpleNamespace(
+            guarded_codes=[saved], python_module=module, import_sources=dict(imports or {})
+        )
+
+    def fn() -> None: ...
+
+    fn_globals = {
+        "___module_itertools_1_c0": itertools,
+        "___module_stray_2_c0": stray,
+        "___module_value_3_c0": 3,
+    }
+    package = types.SimpleNamespace(_innermost_fn=types.FunctionType(fn.__code__, fn_globals, "fn"))
+    direct = code_entry("return ___module_itertools_1_c0.count(x)")
+    nested = code_entry(
+        "return lambda: (___module_itertools_1_c0, ___module_stray_2_c0, ___module_value_3_c0)",
+        imports={"__import_torch": "torch"},
+    )
+    unbound = code_entry("return ___module_gone_4_c0")
+    pp._record_module_aliases(package, types.SimpleNamespace(codes=[direct, nested, unbound]))
+    assert direct.import_sources == {"___module_itertools_1_c0": "itertools"}
+    assert nested.import_sources == {
+        "__import_torch": "torch",
+        "___module_itertools_1_c0": "itertools",
+    }
+    assert unbound.import_sources == {}
+    # and the decorator fix now finds every global the saved code reads
+    assert pp._globals_found(
+        types.SimpleNamespace(
+            guarded_codes=direct.guarded_codes,
+            import_sources=direct.import_sources,
+            backend_ids=[],
+            function_names=[],
+        ),
+        {"__name__": "json"},
+    )

@@ -347,6 +347,10 @@ class SourceCheck:
                     setattr(entry, ENTRY_ATTR, cells)
             except Exception:
                 _log.debug("stance_magic: no fingerprint", exc_info=True)
+            try:
+                _record_module_aliases(package, entry)
+            except Exception:
+                _log.debug("stance_magic: module aliases not recorded", exc_info=True)
             return entry
 
         cache_entry._stance_magic_wraps = orig  # type: ignore[attr-defined]
@@ -497,11 +501,11 @@ def _in_own_globals(package: Any) -> None:
     if module is None or getattr(module, "__dict__", None) is not scope:
         return
     if not _globals_found(entry, scope):
-        # torch saved code that reads a global it does not install (torch
-        # 2.15 names a module constant by its id in the saving process:
-        # GPT-2's ``___module_collections_<id>_c0``): left as torch saved
-        # it, whose guards then refuse it and Dynamo traces again, rather
-        # than code that raises NameError at its first call
+        # torch saved code that reads a global it does not install (a
+        # module alias named in the saving process, saved without the
+        # extension: see _record_module_aliases): left as torch saved it,
+        # whose guards then refuse it and Dynamo traces again, rather than
+        # code that raises NameError at its first call
         return
     codes[code] = dataclasses.replace(entry, python_module=name)
 
@@ -511,23 +515,74 @@ def _globals_found(entry: Any, scope: dict[str, Any]) -> bool:
     is one torch installs with it (its import aliases, backends, resume
     functions, the builtins dictionary)."""
     import builtins
-    import dis
-
-    from torch._dynamo.package import SerializedCode
 
     known = set(scope) | set(vars(builtins))
     known.update(str(n) for n in getattr(entry, "import_sources", {}) or {})
     known.update(str(n) for n in getattr(entry, "backend_ids", ()) or ())
     known.update(str(n) for n in getattr(entry, "function_names", ()) or ())
+    return all(
+        name in known or name.startswith("__builtins_dict__") for name in _saved_globals(entry)
+    )
+
+
+def _saved_globals(entry: Any) -> set[str]:
+    """The globals the saved code of a code entry (each guarded code and the
+    code nested in it) reads, writes or deletes."""
+    import dis
+
+    from torch._dynamo.package import SerializedCode
+
+    names: set[str] = set()
     for guarded in entry.guarded_codes:
         todo = [SerializedCode.to_code_object(guarded.dynamo_code)]
         while todo:
             code = todo.pop()
             todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-            for ins in dis.get_instructions(code):
-                if ins.opname not in ("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"):
-                    continue
-                name = ins.argval
-                if name not in known and not name.startswith("__builtins_dict__"):
-                    return False
-    return True
+            names.update(
+                str(ins.argval)
+                for ins in dis.get_instructions(code)
+                if ins.opname in ("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL")
+            )
+    return names
+
+
+#: the global torch's code generation loads a module by where the frame's
+#: globals lack it (``PyCodegen.create_load_python_module``):
+#: ``___module_<last part of its name>_<id>_c<compile id>``
+MODULE_ALIAS = "___module_"
+
+
+def _record_module_aliases(package: Any, entry: Any) -> None:
+    """Record, with each code entry torch is about to save, the modules its
+    code loads by an alias torch made up.
+
+    Where the frame's globals do not hold a module its generated code needs
+    (GPT-2's output is rebuilt from ``collections``; a returned
+    ``itertools.count`` from ``itertools``), torch installs the module under
+    ``___module_<name>_<id>_c<n>`` in those globals for this process only,
+    and does not list it among the entry's import sources: a new process
+    loading the entry lacks it (NameError at the first call on torch 2.13;
+    on 2.15 the guards refuse the frame and Dynamo traces it again). Each
+    alias the saved code reads, found bound to an imported module in the
+    globals it runs with, is added to the entry's import sources, which torch
+    installs at load (and takes out at uninstall) as it does its own
+    ``__import_*`` aliases.
+    """
+    fn = getattr(package, "_innermost_fn", None)
+    fn_scope = getattr(fn, "__globals__", None)
+    for code_entry in getattr(entry, "codes", ()) or ():
+        sources = getattr(code_entry, "import_sources", None)
+        if not isinstance(sources, dict):
+            continue
+        scopes = [fn_scope]
+        module = sys.modules.get(getattr(code_entry, "python_module", ""))
+        scopes.append(getattr(module, "__dict__", None))
+        for name in _saved_globals(code_entry):
+            if not name.startswith(MODULE_ALIAS) or name in sources:
+                continue
+            for scope in scopes:
+                value = scope.get(name) if isinstance(scope, dict) else None
+                if isinstance(value, types.ModuleType):
+                    if sys.modules.get(value.__name__) is value:
+                        sources[name] = value.__name__
+                    break
