@@ -222,6 +222,28 @@ def scenario():
         seen["force_eager with a backend"] = "force_backend" in str(err)
     return seen
 """
+# stance_magic's own: its dispatcher hook answers for torch's under the
+# default stance without force_backend (the stance object it last found
+# plain); a forced backend after many calls under the default stance, and
+# the default stance again, behave as bare torch does
+SCENARIOS["force_backend after calls under the default stance"] = """
+def scenario():
+    ran = []
+    def counting(gm, example_inputs):
+        def run(*args):
+            ran.append(1)
+            return gm(*args)
+        return run
+    @torch.compile(backend="eager")
+    def a(x):
+        return x + 1
+    first = [outcome(a, torch.ones(3)) for _ in range(70)]
+    with torch.compiler.set_stance("default", force_backend=counting):
+        forced = [outcome(a, torch.ones(3)) for _ in range(3)]
+    after = [outcome(a, torch.ones(3)) for _ in range(3)]
+    return {"first": first == [[2.0] * 3] * 70, "forced": forced, "ran forced": len(ran),
+            "after": after}
+"""
 SCENARIOS["force_backend past a disabled function"] = """
 def scenario():
     @torch.compiler.disable
@@ -435,6 +457,12 @@ TORCH_SAYS = {
         "force_eager with a backend": True,
     },
     "force_backend past a disabled function": {"first": [[1.0] * 3] * 3, "second": [[1.0] * 3] * 3},
+    "force_backend after calls under the default stance": {
+        "first": True,
+        "forced": [[2.0] * 3] * 3,
+        "ran forced": 3,
+        "after": [[2.0] * 3] * 3,
+    },
     "-u picks the entry of a bool": {"same": (True, True), "res1": [6.0] * 4, "res2": [5.0] * 4},
     "-u picks the entry of a dtype": {"same": (True, True), "graphs": 2},
     "-u after a recompile, guards back after the block": [True, 1, True, 2, True, True, True, 3],
@@ -482,6 +510,7 @@ EXPECTED_CALLS = {
     ),
     "force_backend": dict(compiled=2),
     "force_backend past a disabled function": dict(compiled=2),
+    "force_backend after calls under the default stance": dict(cached=74, compiled=2),
     "-u picks the entry of a bool": dict(cached=2, compiled=2),
     "-u picks the entry of a dtype": dict(cached=2, compiled=2),
     "-u after a recompile, guards back after the block": dict(cached=2, compiled=3),

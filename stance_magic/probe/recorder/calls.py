@@ -55,6 +55,26 @@ SAMPLE_EVERY = 16
 PARTS_PER_WINDOW = 96
 
 
+def _torchs_dispatcher(fn: Any) -> bool:
+    """Whether ``fn`` is torch's own ``_callback_from_stance`` (not another
+    tool's wrapper of it, which may do more than torch's)."""
+    code = getattr(fn, "__code__", None)
+    return (
+        code is not None
+        and code.co_name == "_callback_from_stance"
+        and code.co_filename.replace("\\", "/").endswith("torch/_dynamo/eval_frame.py")
+    )
+
+
+def _plain_stance(stance: Any) -> bool:
+    """Whether torch's ``_callback_from_stance`` returns its argument
+    unchanged under ``stance``: the default stance without ``force_backend``
+    (every release 2.8-2.15: ``if _stance.stance == "default": ... return
+    callback``). ``set_stance`` replaces the stance object, never changes
+    one, so the answer holds for as long as that object is in force."""
+    return getattr(stance, "stance", None) == "default" and getattr(stance, "backend", None) is None
+
+
 class _Sampling:
     """Per torch.compile'd function: its timed lookups, then the activation
     reused (no allocation) by its calls that are only counted."""
@@ -138,6 +158,133 @@ class _Activation:
         self.mark: StreamMarks | None = None
 
 
+def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
+    """torch's two per-call hooks: ``_callback_from_stance`` (torch calls
+    it four times a compiled call, three of them with None) and the
+    guard-complete hook (once a lookup).
+
+    Closures over what they read (a closure's cells and a slotted
+    recorder's fields are the cheapest reads Python has), made once and
+    installed again by each outermost window: the dictionaries they hold
+    are the recorder's own, never replaced (its ``_clear_running``
+    empties them). A counted-only call (see
+    :data:`SAMPLE_FIRST`) is handled here in full; any other goes on to
+    the recorder's ``_compiled_call`` and ``_lookup``. Under the default
+    stance without ``force_backend`` torch's dispatcher returns its argument
+    as it is: the hook answers for it (see :func:`_plain_stance`), one call
+    of torch's function less on each dispatch (four a compiled call through
+    AOTAutograd).
+    """
+    orig = rec._orig_cfs
+    # torch 2.8's fail_on_recompile names no guard: ask torch's guard check
+    dispatch = listing_refusals(orig, rec._note_refusal)
+    cw = rec._cw_code
+    threads = rec._threads
+    get_ident = rec._get_ident
+    getframe = sys._getframe
+    counted = rec._counted
+    every = SAMPLE_EVERY
+    ef = rec._ef
+    clock = rec._clock
+    compiled_call = rec._compiled_call
+    lookup = rec._lookup
+    # the stance object torch's dispatcher is known to return its
+    # argument unchanged under (see _plain_stance); None until one is
+    plain: Any = None
+    torchs = _torchs_dispatcher(orig)
+
+    def _callback_from_stance(callback: Any) -> Any:
+        nonlocal plain
+        stance = ef._stance
+        if stance is plain:
+            if callback is None:
+                # torch._dynamo.disable's wrappers (three a compiled call
+                # through AOTAutograd, inside compiled code too): never a
+                # compiled call, and torch would return None
+                return None
+            result = callback
+        elif callback is None:
+            return orig(callback)
+        else:
+            result = dispatch(callback)
+            if torchs and _plain_stance(stance):
+                plain = stance
+        if not rec._armed:
+            rec._arm()  # the window's first dispatch: before its lookup
+        sampling = counted.get(callback)
+        # a call to time: torch's dispatcher returned now (the checks
+        # below are this hook's own work, left out of the call)
+        dispatched = clock() if sampling is None else 0.0
+        f = getframe(1)
+        if f.f_code is not cw or get_ident() not in threads:
+            return result
+        if sampling is not None:
+            sampling.calls += 1
+            act = sampling.act
+            if act.consumed:
+                # the activation reused, nothing allocated: only
+                # counted, or 1 in SAMPLE_EVERY a spot check (timed)
+                rec._calls += 1
+                if rec._open is not None:
+                    rec._resolve(rec._open, None)
+                prev = rec._act
+                if prev is not act and prev is not None and not prev.consumed:
+                    rec._end_activation(prev)
+                if rec._pending is not None:
+                    rec._settle_miss()
+                if result is not callback:
+                    act.callback = callback_ref(result)
+                elif act.callback is not sampling.ref:
+                    act.callback = sampling.ref
+                if act.frame_id != id(f):
+                    rec._pin(act, id(f))
+                act.stance = stance.stance
+                act.consumed = False
+                rec._act = act
+                if sampling.calls % every:
+                    act.sampled = True
+                else:
+                    act.sampled = False
+                    act.handling = sys.exc_info()[1]
+                    act.t0 = rec._clock()
+                return result
+            dispatched = clock()  # its reused activation is in use: a call of its own
+        compiled_call(callback, result, f, dispatched)
+        return result
+
+    def _guard_hook(cache_hit: bool) -> bool:
+        act = rec._act
+        if (
+            cache_hit
+            and act is not None
+            and act.sampled
+            and not act.consumed
+            and rec._pending is None
+            and id(getframe(1)) == act.frame_id
+        ):
+            # a counted-only hit of the called function itself
+            act.consumed = True
+            rec._hits += 1
+            act.counted.hits += 1  # type: ignore[union-attr]
+        else:
+            t = clock()  # the lookup ended (what follows is this hook's own work)
+            lookup(cache_hit, getframe(1), t)
+            starting = rec._starting
+            if starting is not None:
+                # a timed call's compiled code runs from here
+                rec._starting = None
+                starting.t_out = clock()
+        prev = rec._prev_guard_hook
+        if prev is not None:
+            return prev(cache_hit)
+        return cache_hit
+
+    _callback_from_stance.__wrapped__ = orig  # type: ignore[attr-defined]
+    _callback_from_stance._stance_magic_recorder = rec  # type: ignore[attr-defined]
+    _guard_hook._stance_magic_recorder = rec  # type: ignore[attr-defined]
+    return _callback_from_stance, _guard_hook
+
+
 class CallsMixin:
     """The per-call hooks and the timing of lookups and of a call's parts. A part of
     :class:`~stance_magic.probe.recorder.Recorder`, whose slots it shares."""
@@ -146,113 +293,8 @@ class CallsMixin:
 
     # -- hooks (hot path: keep them small) ---------------------------------
     def _make_hooks(self) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
-        """torch's two per-call hooks: ``_callback_from_stance`` (torch calls
-        it four times a compiled call, three of them with None) and the
-        guard-complete hook (once a lookup).
-
-        Closures over what they read (a closure's cells and a slotted
-        recorder's fields are the cheapest reads Python has), made once and
-        installed again by each outermost window: the dictionaries they hold
-        are the recorder's own, never replaced (:meth:`_clear_running`
-        empties them). A counted-only call (see
-        :data:`SAMPLE_FIRST`) is handled here in full; any other goes on to
-        :meth:`_compiled_call` and :meth:`_lookup`.
-        """
-        rec = self
-        orig = self._orig_cfs
-        # torch 2.8's fail_on_recompile names no guard: ask torch's guard check
-        dispatch = listing_refusals(orig, self._note_refusal)
-        cw = self._cw_code
-        threads = self._threads
-        get_ident = self._get_ident
-        getframe = sys._getframe
-        counted = self._counted
-        every = SAMPLE_EVERY
-        ef = self._ef
-        clock = self._clock
-        compiled_call = self._compiled_call
-        lookup = self._lookup
-
-        def _callback_from_stance(callback: Any) -> Any:
-            if callback is None:
-                # torch._dynamo.disable's wrappers (inside compiled code too):
-                # never a compiled call, straight to torch
-                return orig(callback)
-            result = dispatch(callback)
-            if not rec._armed:
-                rec._arm()  # the window's first dispatch: before its lookup
-            sampling = counted.get(callback)
-            # a call to time: torch's dispatcher returned now (the checks
-            # below are this hook's own work, left out of the call)
-            dispatched = clock() if sampling is None else 0.0
-            f = getframe(1)
-            if f.f_code is not cw or get_ident() not in threads:
-                return result
-            if sampling is not None:
-                sampling.calls += 1
-                act = sampling.act
-                if act.consumed:
-                    # the activation reused, nothing allocated: only
-                    # counted, or 1 in SAMPLE_EVERY a spot check (timed)
-                    rec._calls += 1
-                    if rec._open is not None:
-                        rec._resolve(rec._open, None)
-                    prev = rec._act
-                    if prev is not act and prev is not None and not prev.consumed:
-                        rec._end_activation(prev)
-                    if rec._pending is not None:
-                        rec._settle_miss()
-                    if result is not callback:
-                        act.callback = callback_ref(result)
-                    elif act.callback is not sampling.ref:
-                        act.callback = sampling.ref
-                    if act.frame_id != id(f):
-                        rec._pin(act, id(f))
-                    act.stance = ef._stance.stance
-                    act.consumed = False
-                    rec._act = act
-                    if sampling.calls % every:
-                        act.sampled = True
-                    else:
-                        act.sampled = False
-                        act.handling = sys.exc_info()[1]
-                        act.t0 = rec._clock()
-                    return result
-                dispatched = clock()  # its reused activation is in use: a call of its own
-            compiled_call(callback, result, f, dispatched)
-            return result
-
-        def _guard_hook(cache_hit: bool) -> bool:
-            act = rec._act
-            if (
-                cache_hit
-                and act is not None
-                and act.sampled
-                and not act.consumed
-                and rec._pending is None
-                and id(getframe(1)) == act.frame_id
-            ):
-                # a counted-only hit of the called function itself
-                act.consumed = True
-                rec._hits += 1
-                act.counted.hits += 1  # type: ignore[union-attr]
-            else:
-                t = clock()  # the lookup ended (what follows is this hook's own work)
-                lookup(cache_hit, getframe(1), t)
-                starting = rec._starting
-                if starting is not None:
-                    # a timed call's compiled code runs from here
-                    rec._starting = None
-                    starting.t_out = clock()
-            prev = rec._prev_guard_hook
-            if prev is not None:
-                return prev(cache_hit)
-            return cache_hit
-
-        _callback_from_stance.__wrapped__ = orig  # type: ignore[attr-defined]
-        _callback_from_stance._stance_magic_recorder = self  # type: ignore[attr-defined]
-        _guard_hook._stance_magic_recorder = self  # type: ignore[attr-defined]
-        return _callback_from_stance, _guard_hook
+        """torch's two per-call hooks for this recorder (see :func:`_hooks_for`)."""
+        return _hooks_for(self)
 
     def _compiled_call(self, callback: Any, result: Any, f: Any, dispatched: float) -> None:
         """A torch.compile call on a measured thread (``f``: its
