@@ -234,6 +234,9 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
         "kernels": [[rel, len(b)] for rel, b in kernels],
         "kernels_sha256": hashlib.sha256(tail).hexdigest(),
         "platform": pc.kernel_platform(),
+        # the CPU-feature checks among them that loaded here (Inductor's
+        # marker: a process that finds it skips the check's probe)
+        "load_ok": pc.load_ok_marked([rel for rel, _ in kernels]),
     }
     data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + blob + tail
     try:
@@ -442,7 +445,14 @@ def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
     shown = str(Path(path).expanduser())
     notes = []
     if kernels:
-        notes += _place_kernels(kernels, str(header.get("platform", "")), counts, nbytes)
+        marked = header.get("load_ok") or []
+        notes += _place_kernels(
+            kernels,
+            str(header.get("platform", "")),
+            counts,
+            nbytes,
+            {str(rel) for rel in marked} if isinstance(marked, list) else set(),
+        )
     without = header.get("precompile_without_graphs") or 0
     if without:
         notes.append(
@@ -475,12 +485,23 @@ def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
 
 
 def _place_kernels(
-    kernels: list[tuple[str, bytes]], built_on: str, counts: dict[str, int], nbytes: dict[str, int]
+    kernels: list[tuple[str, bytes]],
+    built_on: str,
+    counts: dict[str, int],
+    nbytes: dict[str, int],
+    load_ok: frozenset[str] | set[str] = frozenset(),
 ) -> list[str]:
     """Put a file's compiled C++ binaries into the cache directory where absent
     (written whole, then renamed), where this machine is the kind that built
     them and each loads (``dlopen``: one that does not is removed again);
-    what the user should know."""
+    what the user should know.
+
+    A CPU-feature check that loaded where it was saved (``load_ok``) and
+    loads here gets Inductor's own marker of a passed probe, where this
+    torch keeps one: Inductor's probe is a child process that loads the
+    binary, as this function has just done in this one, and a new kernel
+    would otherwise start six of them (about 0.7 s) before its first
+    compile or load."""
     from . import export
     from .probe import caches as pc
 
@@ -492,6 +513,7 @@ def _place_kernels(
             f"{here}: Inductor builds them again here"
         ]
     placed = present = refused = 0
+    markers = bool(load_ok) and pc.load_ok_markers()
     try:
         for rel, data in kernels:
             target = pc.kernel_path(rel)
@@ -504,6 +526,8 @@ def _place_kernels(
                 export.atomic_write(target, data)
                 if pc.loads(target):
                     placed += 1
+                    if markers and rel in load_ok:
+                        pc.mark_load_ok(target)
                 else:  # Inductor builds it as before
                     os.unlink(target)
                     refused += 1

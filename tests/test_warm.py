@@ -444,6 +444,11 @@ def test_save_then_fresh_process_load_hits(cold, tmp_path, capfd, caplog):
     assert fig["loaded"]["counts"] == info.counts and fig["loaded"]["cache_dir"] == str(fresh)
     # the binaries came with the file: torch's builder ran no C++ build
     assert fig["cpp_builds"] == 0, fig["cpp_built"]
+    if fig["load_ok_markers"]:
+        # nor, where torch keeps the outcome of its CPU-feature probes beside
+        # their binaries, a probe: the file's checks came marked as loading
+        assert header["load_ok"], header["kernels"]
+        assert fig["isa_probes"] == 0
     assert sorted(p.name for p in fresh.rglob("*.so")) == built
     r, rec = fig["report"], fig["records"]
     assert (

@@ -111,6 +111,19 @@ def main(argv: list[str]) -> int:
         return build(self, *args, **kwargs)
 
     cpp_builder.CppBuilder.build = counted_build
+    # torch's CPU-feature probes (a child process that loads each check's
+    # binary), counted at torch's function
+    from torch._inductor import cpu_vec_isa
+
+    probes = []
+    probe_load = getattr(cpu_vec_isa.VecISA, "_probe_load", None)
+    if probe_load is not None:
+
+        def counted_probe(self, output_path):
+            probes.append(output_path)
+            return probe_load(self, output_path)
+
+        cpu_vec_isa.VecISA._probe_load = counted_probe
     if "--load" in argv:
         info = stance_magic.load_cache(argv[argv.index("--load") + 1])
         out["loaded"] = {"counts": info.counts, "cache_dir": info.cache_dir}
@@ -125,6 +138,8 @@ def main(argv: list[str]) -> int:
     # the binaries built (torch also runs its builder to preprocess a header)
     out["cpp_built"] = [b for b in builds if b.endswith(".so")]
     out["cpp_builds"] = len(out["cpp_built"])
+    out["isa_probes"] = len(probes)
+    out["load_ok_markers"] = pc.load_ok_markers()
     print(json.dumps(out))
     return 0
 

@@ -510,6 +510,40 @@ def kernel_path(rel: str) -> str | None:
     return os.path.join(cache_dir(), *rel.split("/"))
 
 
+#: what Inductor writes beside a CPU-feature check's binary once a child
+#: process could load it (``VecISA.check_build``, torch 2.15): with it there,
+#: a new process skips that probe (a Python process started per check, about
+#: 0.1 s each)
+LOAD_OK = ".load_ok"
+
+
+def load_ok_markers() -> bool:
+    """Whether this torch's Inductor keeps the outcome of its CPU-feature
+    probes beside their binaries (a :data:`LOAD_OK` marker)."""
+    try:
+        import torch._inductor.cpu_vec_isa as isa
+    except ImportError:  # pragma: no cover - a torch without Inductor's CPU checks
+        return False
+    check = getattr(getattr(isa, "VecISA", None), "check_build", None)
+    return LOAD_OK in getattr(getattr(check, "__code__", None), "co_consts", ())
+
+
+def load_ok_marked(rels: list[str]) -> list[str]:
+    """The binaries among ``rels`` (as :func:`compiled_kernels` names them)
+    that Inductor marked as loading on this machine (:data:`LOAD_OK`)."""
+    import os
+
+    root = cache_dir()
+    return [rel for rel in rels if os.path.exists(os.path.join(root, *rel.split("/")) + LOAD_OK)]
+
+
+def mark_load_ok(path: str) -> None:
+    """Mark the binary at ``path`` as loading on this machine, as Inductor
+    does after its own probe (an empty :data:`LOAD_OK` file beside it)."""
+    with open(path + LOAD_OK, "w"):
+        pass
+
+
 def loads(path: str) -> bool:
     """Whether this machine can load the shared object at ``path`` (``dlopen``)."""
     import ctypes
