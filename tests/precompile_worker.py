@@ -18,10 +18,12 @@ def main() -> None:
 
     sh = InteractiveShell.instance()
     errors = []
+    raised_in = []
     for cell in cells:
         res = sh.run_cell(cell, store_history=True)
         err = res.error_in_exec or res.error_before_exec
         errors.append(None if err is None else f"{type(err).__name__}: {err}")
+        raised_in.append(None if err is None else _innermost(err))
     import torch
     from torch._dynamo.utils import counters
 
@@ -32,6 +34,8 @@ def main() -> None:
     y = sh.user_ns.get("y")
     out = {
         "errors": errors,
+        # the function each error was raised in (the innermost frame)
+        "raised_in": raised_in,
         "y": y.tolist() if isinstance(y, torch.Tensor) else None,
         "dynamo_cache": dict(counters["dynamo_cache"]),
         "notes": sh.user_ns.get("notes"),
@@ -47,6 +51,16 @@ def main() -> None:
         },
     }
     print("RESULT " + json.dumps(out))
+
+
+def _innermost(err: BaseException) -> str:
+    tb = err.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return getattr(code, "co_qualname", code.co_name)
 
 
 if __name__ == "__main__":

@@ -116,10 +116,13 @@ def _kernel(cells: list[str], cache_dir: Path, errors: bool = False) -> dict:
     return result
 
 
-#: torch 2.13 cannot trace a function again after its installed precompiled
-#: frame's guards refused a call: Dynamo raises (bare torch too) on a name
-#: the installed frame already took; torch 2.15 traces it again
+#: torch 2.10 and 2.13 cannot trace a function again after its installed
+#: precompiled frame's guards refused a call: Dynamo raises (bare torch too)
+#: on a name the installed frame already took (2.13 says so; 2.10's is a bare
+#: ``assert name not in scope`` in ``CleanupHook.create``); torch 2.15 traces
+#: it again
 RETRACE_BUG = "already exists in scope"
+RETRACE_BUG_IN = "CleanupHook.create"
 
 
 HELPER = "import torch\ndef g(x):\n    return x {op}"
@@ -180,7 +183,7 @@ def test_a_new_kernel_skips_tracing_and_never_runs_an_edited_cell(tmp_path):
     assert "used (no tracing)" not in rep["text"]
     assert "precompiled frame not used, traced again: its guards did not match" in rep["text"]
     error = doubles["errors"][-1]
-    if error is not None and RETRACE_BUG in error:
+    if error is not None and (RETRACE_BUG in error or doubles["raised_in"][-1] == RETRACE_BUG_IN):
         # Dynamo raised before it built the new frame's guards: none to compare
         assert rep["calls"]["cached"] == 0 and "raised" in rep["text"]
         assert rep["failed_guards"] == [[]]
