@@ -69,9 +69,11 @@ def _torchs_dispatcher(fn: Any) -> bool:
 def _plain_stance(stance: Any) -> bool:
     """Whether torch's ``_callback_from_stance`` returns its argument
     unchanged under ``stance``: the default stance without ``force_backend``
-    (every release 2.8-2.15: ``if _stance.stance == "default": ... return
-    callback``). ``set_stance`` replaces the stance object, never changes
-    one, so the answer holds for as long as that object is in force."""
+    (``if _stance.stance == "default": ... return callback`` in torch 2.8,
+    2.13 and 2.15, read; the torch-spec scenarios, force_backend among them,
+    run bare and measured on every torch of the matrix). ``set_stance``
+    replaces the stance object, never changes one, so the answer holds for
+    as long as that object is in force."""
     return getattr(stance, "stance", None) == "default" and getattr(stance, "backend", None) is None
 
 
