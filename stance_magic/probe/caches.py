@@ -533,8 +533,7 @@ def load_ok_marked(rels: list[str]) -> list[str]:
     that Inductor marked as loading on this machine (:data:`LOAD_OK`)."""
     import os
 
-    root = cache_dir()
-    return [rel for rel in rels if os.path.exists(os.path.join(root, *rel.split("/")) + LOAD_OK)]
+    return [rel for rel in rels if os.path.exists(f"{kernel_path(rel)}{LOAD_OK}")]
 
 
 def mark_load_ok(path: str) -> None:

@@ -568,21 +568,30 @@ def _record_module_aliases(package: Any, entry: Any) -> None:
     installs at load (and takes out at uninstall) as it does its own
     ``__import_*`` aliases.
     """
-    fn = getattr(package, "_innermost_fn", None)
-    fn_scope = getattr(fn, "__globals__", None)
+    fn_scope = getattr(getattr(package, "_innermost_fn", None), "__globals__", None)
+    in_fn_scope = _module_aliases(fn_scope)
     for code_entry in getattr(entry, "codes", ()) or ():
         sources = getattr(code_entry, "import_sources", None)
         if not isinstance(sources, dict):
             continue
-        scopes = [fn_scope]
         module = sys.modules.get(getattr(code_entry, "python_module", ""))
-        scopes.append(getattr(module, "__dict__", None))
-        for name in _saved_globals(code_entry):
-            if not name.startswith(MODULE_ALIAS) or name in sources:
-                continue
-            for scope in scopes:
-                value = scope.get(name) if isinstance(scope, dict) else None
-                if isinstance(value, types.ModuleType):
-                    if sys.modules.get(value.__name__) is value:
-                        sources[name] = value.__name__
-                    break
+        # the globals the code runs with first
+        aliases = {**_module_aliases(getattr(module, "__dict__", None)), **in_fn_scope}
+        if not aliases:
+            continue  # nothing to record: the saved code is not read
+        for name in (_saved_globals(code_entry) & aliases.keys()) - sources.keys():
+            sources[name] = aliases[name]
+
+
+def _module_aliases(scope: Any) -> dict[str, str]:
+    """The :data:`MODULE_ALIAS` names in ``scope`` bound to an imported
+    module, with that module's name."""
+    if not isinstance(scope, dict):
+        return {}
+    return {
+        name: value.__name__
+        for name, value in scope.items()
+        if name.startswith(MODULE_ALIAS)
+        and isinstance(value, types.ModuleType)
+        and sys.modules.get(value.__name__) is value
+    }
