@@ -1007,3 +1007,28 @@ def test_gpu_check_says_there_is_nothing_to_check_without_cuda(tmp_path):
 def test_history_keeps_working_with_cuda_fields(sh):
     run(sh, "%%stance default -q\ny = torch.ones(2)")
     assert "synchronized" in stance_magic.history()[-1].to_dict()
+
+
+def test_a_window_inside_another_sees_only_its_own_cuda_graph_skips():
+    """The watch's windows overlap (a measure() inside a measured cell):
+    each sees what torch did since it opened, the outer one everything,
+    and a window after them starts from nothing."""
+    pytest.importorskip(probe_cudagraphs.TREES)
+    utils = pytest.importorskip("torch._inductor.cudagraph_utils")
+    watch = probe_cudagraphs.watch()
+    before = _skips_now()
+    outer = watch.start()
+    utils.log_cudagraph_skip_and_bump_counter("skipping cudagraphs due to first")
+    inner = watch.start()
+    utils.log_cudagraph_skip_and_bump_counter("skipping cudagraphs due to second")
+    seen_inner = watch.stop(inner)
+    seen_outer = watch.stop(outer)
+    assert _skips_now() == before + 2  # torch's own count
+    assert [s.reason for s in seen_inner.skips] == ["skipping cudagraphs due to second"]
+    assert [s.reason for s in seen_outer.skips] == [
+        "skipping cudagraphs due to first",
+        "skipping cudagraphs due to second",
+    ]
+    assert seen_inner.unexplained_skips == seen_outer.unexplained_skips == 0
+    assert not watch.installed
+    assert watch.stop(watch.start()) is None

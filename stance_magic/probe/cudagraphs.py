@@ -52,7 +52,7 @@ import re
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 from .patches import Patches
 from .watch import default_note, process_watch
@@ -249,15 +249,21 @@ def _skip_counter() -> int:
         return 0
 
 
-class _Mark(NamedTuple):
-    """Where a window started (a tuple: every measured cell makes one)."""
+class _Noted(NamedTuple):
+    """What the watch held when a window started, where it held anything
+    (windows overlap: one opened inside another starts past the outer's)."""
 
     skips: int
     recordings: int
-    counter: int
-    replays: dict[str, int] | None
-    warmups: dict[str, int] | None
+    replays: dict[str, int]
+    warmups: dict[str, int]
     pending: int
+
+
+#: A window's mark: torch's skip counter at its start, and what the watch
+#: held then (None: nothing; a plain tuple, every measured cell makes one)
+_Mark = tuple[int, Optional[_Noted]]
+_NOTHING = _Noted(0, 0, {}, {}, 0)
 
 
 class CudagraphWatch:
@@ -278,6 +284,9 @@ class CudagraphWatch:
         self._replays: dict[str, int] = {}
         self._warmups: dict[str, int] = {}
         self._pending: list[CudagraphPending] = []
+        #: how many things the five above noted since they were last cleared
+        #: (0: a window's start need not copy them, its stop need not look)
+        self._noted = 0
         #: per thread: skips logged (inside a graph's __init__/post_compile
         #: they are not counted again) and the last failed invariant check
         self._local = threading.local()
@@ -309,53 +318,67 @@ class CudagraphWatch:
     def start(self, context: Any = None) -> _Mark:
         """Open a window; the mark to pass to :meth:`stop`."""
         with self._lock:
-            if self._open == 0 and "torch" in sys.modules:
+            if not self._open and "torch" in sys.modules:
                 try:
                     self._install()
                 except Exception:  # pragma: no cover - never fail a measurement over it
                     self._uninstall()
             self._open += 1
-            return _Mark(
-                len(self._skips),
-                len(self._recordings),
+            if not self._noted:
+                return (_skip_counter(), None)
+            return (
                 _skip_counter(),
-                dict(self._replays) if self._replays else None,
-                dict(self._warmups) if self._warmups else None,
-                len(self._pending),
+                _Noted(
+                    len(self._skips),
+                    len(self._recordings),
+                    dict(self._replays),
+                    dict(self._warmups),
+                    len(self._pending),
+                ),
             )
 
     def stop(self, mark: _Mark, error: BaseException | None = None) -> CudagraphWindow | None:
         """Close a window: what it saw since its mark (None: nothing)."""
         with self._lock:
-            counted = _skip_counter() - mark.counter
-            if (
-                counted
-                or len(self._skips) > mark.skips
-                or len(self._recordings) > mark.recordings
-                or self._replays != (mark.replays or {})
-                or self._warmups != (mark.warmups or {})
-                or len(self._pending) > mark.pending
-            ):
-                skips = self._skips[mark.skips :]
-                window: CudagraphWindow | None = CudagraphWindow(
-                    skips=skips,
-                    unexplained_skips=max(counted - len(skips), 0),
-                    recordings=self._recordings[mark.recordings :],
-                    replays=_since(self._replays, mark.replays or {}),
-                    warmups=_since(self._warmups, mark.warmups or {}),
-                    pending_backward=self._pending[mark.pending :],
-                )
-            else:
-                window = None
+            counter, before = mark
+            counted = _skip_counter() - counter
+            window = self._since(before, counted) if counted or self._noted else None
             self._open = max(self._open - 1, 0)
-            if self._open == 0:
-                self._uninstall()
-                self._skips.clear()
-                self._recordings.clear()
-                self._replays.clear()
-                self._warmups.clear()
-                self._pending.clear()
+            if not self._open:
+                if self._callbacks or self._patched:
+                    self._uninstall()
+                if self._noted:
+                    self._noted = 0
+                    self._skips.clear()
+                    self._recordings.clear()
+                    self._replays.clear()
+                    self._warmups.clear()
+                    self._pending.clear()
         return window
+
+    def _since(self, before: _Noted | None, counted: int) -> CudagraphWindow | None:
+        """What was noted since ``before`` (None: since the watch held
+        nothing), with ``counted`` skips torch counted; None when nothing."""
+        if before is None:
+            before = _NOTHING
+        if not (
+            counted
+            or len(self._skips) > before.skips
+            or len(self._recordings) > before.recordings
+            or self._replays != before.replays
+            or self._warmups != before.warmups
+            or len(self._pending) > before.pending
+        ):
+            return None
+        skips = self._skips[before.skips :]
+        return CudagraphWindow(
+            skips=skips,
+            unexplained_skips=max(counted - len(skips), 0),
+            recordings=self._recordings[before.recordings :],
+            replays=_since(self._replays, before.replays),
+            warmups=_since(self._warmups, before.warmups),
+            pending_backward=self._pending[before.pending :],
+        )
 
     # ----------------------------------------------------------------- hooks
 
@@ -522,6 +545,7 @@ class CudagraphWatch:
             if watch._open:
                 cid = str(getattr(manager, "compile_id", "") or "")
                 watch._replays[cid] = watch._replays.get(cid, 0) + 1
+                watch._noted += 1
             return orig(manager, node, new_inputs)
 
         execute_node._stance_magic_wraps = orig  # type: ignore[attr-defined]
@@ -534,6 +558,7 @@ class CudagraphWatch:
             if watch._open:
                 cid = _function_compile_id(manager, function_id)
                 watch._warmups[cid] = watch._warmups.get(cid, 0) + 1
+                watch._noted += 1
             return orig(manager, new_inputs, function_id)
 
         run_eager._stance_magic_wraps = orig  # type: ignore[attr-defined]
@@ -557,6 +582,7 @@ class CudagraphWatch:
                                 function=_function_name(manager, function_id),
                             )
                         )
+                        watch._noted += 1
                 except Exception:  # pragma: no cover - never break a run
                     pass
             return result
@@ -597,6 +623,7 @@ class CudagraphWatch:
                 logged=logged,
             )
         )
+        self._noted += 1
 
     def _add_recording(self, manager: Any, new_inputs: Any, function_id: Any) -> None:
         current = getattr(manager, "current_node", None)
@@ -628,6 +655,7 @@ class CudagraphWatch:
                 others=others,
             )
         )
+        self._noted += 1
 
 
 def _function_name(manager: Any, function_id: Any) -> str:
