@@ -35,6 +35,7 @@ probe (:mod:`stance_magic.probe.messages`); places are shortened by
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -94,26 +95,26 @@ def build_report(
     """
     spec, stance = closed.spec, closed.stance
     figures = closed.memory if memory is None else memory
+    fields = {
+        "stance": stance.name,
+        "skip_guard_eval_unsafe": stance.skip_guard_eval_unsafe,
+        "backend": stance.backend_name,
+        "index": index,
+        "execution_count": closed.execution_count,
+        "label": spec.label,
+        "source": spec.source,
+        "wall_s": closed.wall_s,
+        "synchronized": closed.synchronized,
+        "memory": list(figures),
+        "memory_on": closed.memory_on,
+        "compare": compare,
+    }
     if closed.error is None and closed.profiled_lookups is None and _nothing_seen(closed.window):
         # the common empty cell: nothing of torch.compile ran (every figure 0)
-        seen = _nothing_fields(closed, figures, notes)
-    else:
-        seen = _seen_fields(closed, figures, notes, history, loaded)
-    return CellReport(
-        stance=stance.name,
-        skip_guard_eval_unsafe=stance.skip_guard_eval_unsafe,
-        backend=stance.backend_name,
-        index=index,
-        execution_count=closed.execution_count,
-        label=spec.label,
-        source=spec.source,
-        wall_s=closed.wall_s,
-        synchronized=closed.synchronized,
-        memory=list(figures),
-        memory_on=closed.memory_on,
-        compare=compare,
-        **seen,
-    )
+        fields.update(_nothing_fields(closed, figures, notes))
+        return _report_of_nothing(fields)
+    fields.update(_seen_fields(closed, figures, notes, history, loaded))
+    return CellReport(**fields)
 
 
 #: The calls, the files shared and the compile caches of a window that saw
@@ -122,6 +123,39 @@ def build_report(
 _NO_CALLS = CallAccount()
 _NO_SHARED = Shared()
 _NO_COMPILE_CACHES = CompileCaches()
+
+
+def _report_of_nothing(fields: dict[str, Any]) -> CellReport:
+    """``CellReport(**fields)`` for a window that saw nothing of
+    torch.compile, where ``fields`` are plain values (no place to word):
+    the fields of one report of nothing (:data:`_NOTHING`), each list and
+    dict made afresh, then ``fields``. The dataclass's ``__init__`` (51
+    keyword arguments) would cost each empty cell about 2 µs of a 3 µs
+    report (``tests/test_report.py`` checks that both make equal reports)."""
+    global _NOTHING
+    if _NOTHING is None:
+        empty = CellReport()
+        _NOTHING = (
+            dict(vars(empty)),
+            tuple(
+                (f.name, f.default_factory)
+                for f in dataclasses.fields(CellReport)
+                if f.default_factory in (list, dict)
+            ),
+        )
+    shared, fresh = _NOTHING
+    rep = object.__new__(CellReport)
+    own = rep.__dict__
+    own.update(shared)
+    for name, make in fresh:
+        own[name] = make()
+    own.update(fields)
+    return rep
+
+
+#: a report of nothing's fields, and the lists and dicts each report makes
+#: afresh (see _report_of_nothing; made at the first empty report)
+_NOTHING: tuple[dict[str, Any], tuple[tuple[str, Any], ...]] | None = None
 
 
 def _nothing_fields(
