@@ -52,7 +52,7 @@ import re
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 from .patches import Patches
 from .watch import default_note, process_watch
@@ -262,7 +262,7 @@ class _Noted(NamedTuple):
 
 #: A window's mark: torch's skip counter at its start, and what the watch
 #: held then (None: nothing; a plain tuple, every measured cell makes one)
-_Mark = tuple[int, Optional[_Noted]]
+_Mark = tuple[int, _Noted | None]
 _NOTHING = _Noted(0, 0, {}, {}, 0)
 
 
