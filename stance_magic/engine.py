@@ -60,10 +60,10 @@ def reset_note(session: Stance) -> str:
 def _now(likely: Stance) -> Stance:
     """The stance torch has now: ``likely`` itself when torch has that one
     (the usual case, so no new value is made), else what torch has."""
-    raw = probe.torch_stance()
-    if raw == (likely.name, likely.skip_guard_eval_unsafe, likely.backend):
+    now = current_stance()
+    if now is likely or now == likely:
         return likely
-    return Stance(*raw)
+    return now
 
 
 def _apply(stance: Stance) -> None:
@@ -109,6 +109,7 @@ class Engine(Observers):
         self._pending_session: Stance | None = None
         self._pending_reset = False
         self._recorder: probe.Recorder | None = None
+        self._watches: tuple[probe.Watch, ...] | None = None
         self._warned_skip_guard = False
         self._warned_torch: set[str] = set()
         self._last_session: Stance | None = None
@@ -346,6 +347,20 @@ class Engine(Observers):
         )
 
     # -- measuring ----------------------------------------------------------
+    @property
+    def watches(self) -> tuple[probe.Watch, ...]:
+        """The watches every block is measured with, in the order they open
+        (see :mod:`stance_magic.probe.watch`): the recorder, torch's
+        compile-cache events, CUDA graphs."""
+        watches = self._watches
+        if watches is None or watches[0] is not self._recorder:
+            watches = self._watches = (
+                self.recorder,
+                probe.cache_watch(),
+                probe.cudagraph_watch(),
+            )
+        return watches
+
     @property
     def recorder(self) -> probe.Recorder:
         """The recorder; it hooks into torch only while a block is measured."""

@@ -259,16 +259,19 @@ def current_stance() -> Stance:
     >>> stance_magic.current_stance()
     Stance(name='default', skip_guard_eval_unsafe=False, backend=None)
     """
-    raw = probe.torch_stance()
+    value = probe.torch_stance_value()
     last = _LAST[0]
-    if last is not None and raw == last[0]:
-        # the stance torch had when last asked (the usual case): the same
-        # frozen value, not a new one
-        return last[1]
-    stance = Stance(*raw)
-    _LAST[0] = (raw, stance)
+    if last is not None and value is last[0]:
+        # torch's stance value when last asked (the usual case): torch never
+        # changes one (see probe.torch_stance_value), so the same Stance
+        return last[2]
+    raw = probe.stance_of(value)
+    # an equal stance set again: the same frozen value, not a new one
+    stance = last[2] if last is not None and raw == last[1] else Stance(*raw)
+    _LAST[0] = (value, raw, stance)
     return stance
 
 
-#: current_stance's last answer: (torch's raw stance, the Stance made of it)
-_LAST: list[tuple[tuple[str, bool, Any], Stance] | None] = [None]
+#: current_stance's last answer: (torch's stance value, its fields, the
+#: Stance made of them); holding torch's value keeps its identity unique
+_LAST: list[tuple[Any, tuple[str, bool, Any], Stance] | None] = [None]

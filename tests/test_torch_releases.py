@@ -291,3 +291,41 @@ def test_a_delayed_stance_on_torch_2_8_warns_once(sh):
         assert "under aot_eager_then_compile" in outs[2]
     else:
         assert not any("torch matches its cache entries" in o for o in outs)
+
+
+def test_torch_replaces_its_stance_value_and_current_stance_follows():
+    """stance_magic keeps what it made of torch's stance value while torch
+    holds the same value (probe.torch_stance_value): set_stance, as a
+    function, a context manager and a decorator, puts a new value in place,
+    gives the prior one back and never changes a value, on this torch."""
+    from torch._dynamo import eval_frame
+
+    fields = probe.stance_of
+    before = eval_frame._stance
+    seen = fields(before)
+    first = stance_magic.current_stance()
+    assert (first.name, first.skip_guard_eval_unsafe, first.backend) == seen
+    assert stance_magic.current_stance() is first  # the same value: the same Stance
+    with torch.compiler.set_stance("force_eager"):
+        inside = eval_frame._stance
+        assert inside is not before and fields(inside) == ("force_eager", False, None)
+        assert stance_magic.current_stance().name == "force_eager"
+    assert eval_frame._stance is before and fields(before) == seen
+    assert stance_magic.current_stance() == first
+
+    @torch.compiler.set_stance("fail_on_recompile")
+    def decorated():
+        return stance_magic.current_stance().name
+
+    assert decorated() == "fail_on_recompile"
+    assert eval_frame._stance is before and stance_magic.current_stance() == first
+    torch.compiler.set_stance("eager_on_recompile")
+    try:
+        assert eval_frame._stance is not before and fields(before) == seen
+        assert stance_magic.current_stance().name == "eager_on_recompile"
+    finally:
+        torch.compiler.set_stance(seen[0], skip_guard_eval_unsafe=seen[1])
+    # the stance set again: a new value of torch's, an equal Stance of ours
+    assert eval_frame._stance is not before and fields(before) == seen
+    again = stance_magic.current_stance()
+    assert again == first and stance_magic.current_stance() is again
