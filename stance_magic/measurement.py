@@ -35,6 +35,11 @@ class Host(Protocol):
     def recorder(self) -> probe.Recorder: ...
 
     @property
+    def watches(self) -> tuple[probe.Watch, ...]:
+        """The watches every block opens (the recorder first)."""
+        ...
+
+    @property
     def history(self) -> list[CellReport]: ...
 
     @property
@@ -72,7 +77,7 @@ class Measurement:
 
             self._sharing = Sharing(spec.trace, spec.timeline)
             watches.append(self._sharing)
-        watches += [engine.recorder, probe.cache_watch(), probe.cudagraph_watch()]
+        watches += engine.watches
         self._profiler: probe.ProfilerWatch | None = None
         regions = self._sharing is not None and self._sharing.wants_regions
         if spec.profile_lookups or spec.memory or regions:

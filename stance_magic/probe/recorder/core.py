@@ -297,7 +297,7 @@ class Recorder(
             generation=self._reset_hits,
             counters=None if self._log_capture_available() else _graph_break_counters(),
             context=context,
-            sampled={s: s.hits for s in self._counted.values() if s.hits},
+            sampled={s: s.hits for s in self._counted.values() if s.hits} if self._counted else {},
             overhead_s=self._bounds.overhead_s,
             precompile=SOURCE_CHECK.mark(),
             cached=self._cached,

@@ -204,9 +204,10 @@ class Window:
         return sum(t.calibrated for t in self.targets)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Mark:
-    """An open window: running totals when it started."""
+    """An open window: running totals when it started (slots: every
+    measured cell makes one)."""
 
     thread: int
     hits: int
