@@ -775,40 +775,44 @@ def test_names_of_the_previous_release_read_through_with_a_warning_once():
             pass
 
 
-def test_a_report_of_nothing_is_the_report_the_dataclass_makes(monkeypatch):
-    """An empty window's report skips CellReport's __init__ (the builder's
-    fast path): field for field it is the report __init__ makes of the same
-    fields, and each report has lists and dicts of its own."""
-    from dataclasses import fields
+def test_a_report_of_nothing_is_the_report_the_whole_builder_makes(monkeypatch):
+    """An empty window's report skips CellReport's __init__ and the parts'
+    builders (the builder's fast path): field for field it is the report the
+    whole builder makes of the same window, and each report has lists and
+    dicts of its own."""
+    from dataclasses import fields, replace
 
     from stance_magic import build
     from stance_magic.report import CellReport
 
     def both(**spec: object) -> tuple[CellReport, CellReport]:
         reports = []
-        for plain in (False, True):
+        for whole in (False, True):
             with monkeypatch.context() as m:
-                if plain:
-                    m.setattr(build, "_report_of_nothing", lambda f: CellReport(**f))
+                if whole:
+                    m.setattr(build, "_nothing_seen", lambda window: False)
                 with stance_magic.measure("eager_on_recompile", label="empty", **spec) as rep:
                     pass
             reports.append(rep.report)
         return reports[0], reports[1]
 
     for spec in ({}, {"memory": True}):
-        fast, plain = both(**spec)
+        fast, whole = both(**spec)
         assert type(fast) is CellReport
+        # (no lookup, so no sampling to record: 0, "not recorded")
+        whole.lookups = replace(whole.lookups, sample_first=0, sample_every=0)
         for f in fields(CellReport):
             if f.name in ("wall_s", "index", "memory"):
                 continue
-            assert getattr(fast, f.name) == getattr(plain, f.name), f.name
-        assert vars(fast).keys() == vars(plain).keys()
+            assert getattr(fast, f.name) == getattr(whole, f.name), f.name
+        assert vars(fast).keys() == vars(whole).keys()
         assert fast.stance == "eager_on_recompile" and fast.label == "empty"
-        assert fast.wall_s > 0 and fast.index == plain.index - 1
+        assert fast.wall_s > 0 and fast.index == whole.index - 1
     again, _ = both()
     for f in fields(CellReport):
         value = getattr(again, f.name)
         if isinstance(value, (list, dict)):
             assert value is not getattr(fast, f.name), f.name
     again.notes.append("mine")
-    assert fast.notes == [] and build._report_of_nothing({}).notes == []
+    again.compile_breakdown["mine"] = 1.0
+    assert fast.notes == [] and "mine" not in fast.compile_breakdown

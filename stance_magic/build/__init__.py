@@ -93,28 +93,38 @@ def build_report(
     window's) are measured by the caller around the window; ``notes`` are the
     caller's words about how.
     """
-    spec, stance = closed.spec, closed.stance
     figures = closed.memory if memory is None else memory
-    fields = {
-        "stance": stance.name,
-        "skip_guard_eval_unsafe": stance.skip_guard_eval_unsafe,
-        "backend": stance.backend_name,
-        "index": index,
-        "execution_count": closed.execution_count,
-        "label": spec.label,
-        "source": spec.source,
-        "wall_s": closed.wall_s,
-        "synchronized": closed.synchronized,
-        "memory": list(figures),
-        "memory_on": closed.memory_on,
-        "compare": compare,
-    }
     if closed.error is None and closed.profiled_lookups is None and _nothing_seen(closed.window):
         # the common empty cell: nothing of torch.compile ran (every figure 0)
-        fields.update(_nothing_fields(closed, figures, notes))
-        return _report_of_nothing(fields)
+        return _report_of_nothing(closed, figures, notes, index, compare)
+    fields: dict[str, Any] = {}
+    _common_fields(fields, closed, figures, index, compare)
     fields.update(_seen_fields(closed, figures, notes, history, loaded))
     return CellReport(**fields)
+
+
+def _common_fields(
+    fields: dict[str, Any],
+    closed: Closed,
+    figures: Sequence[probe.MemoryFigure],
+    index: int,
+    compare: Comparison | None,
+) -> None:
+    """Write the fields every report takes from its window as it is (the
+    stance, the cell, the wall time) into ``fields``."""
+    spec, stance = closed.spec, closed.stance
+    fields["stance"] = stance.name
+    fields["skip_guard_eval_unsafe"] = stance.skip_guard_eval_unsafe
+    fields["backend"] = stance.backend_name
+    fields["index"] = index
+    fields["execution_count"] = closed.execution_count
+    fields["label"] = spec.label
+    fields["source"] = spec.source
+    fields["wall_s"] = closed.wall_s
+    fields["synchronized"] = closed.synchronized
+    fields["memory"] = list(figures)
+    fields["memory_on"] = closed.memory_on
+    fields["compare"] = compare
 
 
 #: The calls, the files shared and the compile caches of a window that saw
@@ -125,16 +135,31 @@ _NO_SHARED = Shared()
 _NO_COMPILE_CACHES = CompileCaches()
 
 
-def _report_of_nothing(fields: dict[str, Any]) -> CellReport:
-    """``CellReport(**fields)`` for a window that saw nothing of
-    torch.compile, where ``fields`` are plain values (no place to word):
-    the fields of one report of nothing (:data:`_NOTHING`), each list and
-    dict made afresh, then ``fields``. The dataclass's ``__init__`` (51
-    keyword arguments) would cost each empty cell about 2 µs of a 3 µs
-    report (``tests/test_report.py`` checks that both make equal reports)."""
+def _report_of_nothing(
+    closed: Closed,
+    figures: Sequence[probe.MemoryFigure],
+    notes: Sequence[str],
+    index: int,
+    compare: Comparison | None,
+) -> CellReport:
+    """The report of a window that saw nothing of torch.compile (the rest
+    of the fields keep their defaults: every figure 0).
+
+    It is made without the dataclass's ``__init__`` (51 keyword arguments,
+    about 2 µs of an empty cell's 3 µs report): the fields of one report of
+    nothing (:data:`_NOTHING`: its frozen parts shared), each list and dict
+    made afresh, then this window's own. ``tests/test_report.py`` checks
+    that it equals, field for field, what the whole builder makes of the
+    same window."""
     global _NOTHING
     if _NOTHING is None:
-        empty = CellReport()
+        empty = CellReport(
+            lookups=_NO_LOOKUPS,
+            calls=_NO_CALLS,
+            shared=_NO_SHARED,
+            compile_caches=_NO_COMPILE_CACHES,
+            cudagraphs=_NO_CUDAGRAPHS,
+        )
         _NOTHING = (
             dict(vars(empty)),
             tuple(
@@ -149,35 +174,18 @@ def _report_of_nothing(fields: dict[str, Any]) -> CellReport:
     own.update(shared)
     for name, make in fresh:
         own[name] = make()
-    own.update(fields)
+    _common_fields(own, closed, figures, index, compare)
+    own["compile_breakdown"] = dict.fromkeys(PHASES, 0.0)
+    if figures or notes or closed.notes or closed.profiler_error:
+        own["notes"] = _notes(closed, figures, None) + list(notes)
+    if closed.cudagraphs is not None and not closed.cudagraphs.empty:
+        own["cudagraphs"] = _cudagraphs(closed, [], [])
     return rep
 
 
 #: a report of nothing's fields, and the lists and dicts each report makes
 #: afresh (see _report_of_nothing; made at the first empty report)
 _NOTHING: tuple[dict[str, Any], tuple[tuple[str, Any], ...]] | None = None
-
-
-def _nothing_fields(
-    closed: Closed, figures: Sequence[probe.MemoryFigure], notes: Sequence[str]
-) -> dict[str, Any]:
-    """The fields of a report whose window saw nothing of torch.compile (the
-    rest keep their defaults: every figure 0)."""
-    return {
-        "compile_breakdown": dict.fromkeys(PHASES, 0.0),
-        "lookups": _NO_LOOKUPS,
-        "calls": _NO_CALLS,
-        "shared": _NO_SHARED,
-        "compile_caches": _NO_COMPILE_CACHES,
-        "notes": _notes(closed, figures, None) + list(notes)
-        if figures or notes or closed.notes or closed.profiler_error
-        else [],
-        "cudagraphs": (
-            _cudagraphs(closed, [], [])
-            if closed.cudagraphs is not None and not closed.cudagraphs.empty
-            else _NO_CUDAGRAPHS
-        ),
-    }
 
 
 def _seen_fields(

@@ -12,9 +12,10 @@ if TYPE_CHECKING:
     from ..stance import Stance
 
 
-@dataclass
+@dataclass(slots=True)
 class Closed:
-    """A measuring window once it closed: what was seen, not yet built into a report."""
+    """A measuring window once it closed: what was seen, not yet built into
+    a report (slots: every measured cell makes one)."""
 
     spec: MeasureSpec
     #: the stance the block ran under (``spec.stance``, or the session's)
