@@ -285,22 +285,23 @@ class Recorder(
             self._register_sentinel()
         ident = self._get_ident()
         self._threads[ident] = self._threads.get(ident, 0) + 1
+        # (positional, in the fields' order: keywords cost each cell 0.3 µs)
         mark = _Mark(
-            thread=ident,
-            hits=self._hits,
-            misses=self._misses,
-            calls=self._calls,
-            records=len(self._records),
-            breaks=len(self._breaks),
-            events=len(self._events),
-            miss_events=len(self._miss_list),
-            generation=self._reset_hits,
-            counters=None if self._log_capture_available() else _graph_break_counters(),
-            context=context,
-            sampled={s: s.hits for s in self._counted.values() if s.hits} if self._counted else {},
-            overhead_s=self._bounds.overhead_s,
-            precompile=SOURCE_CHECK.mark(),
-            cached=self._cached,
+            ident,  # thread
+            self._hits,  # hits
+            self._misses,  # misses
+            self._calls,  # calls
+            len(self._records),  # records
+            len(self._breaks),  # breaks
+            len(self._events),  # events
+            len(self._miss_list),  # miss_events
+            self._reset_hits,  # generation
+            None if self._log_capture_available() else _graph_break_counters(),  # counters
+            context,  # context
+            {s: s.hits for s in self._counted.values() if s.hits} if self._counted else {},
+            self._bounds.overhead_s,  # overhead_s
+            SOURCE_CHECK.mark(),  # precompile
+            self._cached,  # cached
         )
         self._marks.append(mark)
         return mark

@@ -219,7 +219,6 @@ class _Mark:
     miss_events: int
     generation: int
     counters: dict[str, int] | None
-    closed: bool = False
     #: what torch's records name this window by (recompile_user_contexts)
     context: Any = None
     #: each counted-only function's hits so far (see _Sampling.hits)
@@ -230,6 +229,8 @@ class _Mark:
     precompile: int = 0
     #: the calls resolved as cached without an event so far (Recorder._cached)
     cached: int = 0
+    #: the window was closed (Recorder.stop)
+    closed: bool = False
 
 
 def _target(targets: dict[Any, Target], obj: Any) -> Target:
