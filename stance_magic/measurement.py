@@ -136,24 +136,26 @@ class Measurement:
             # the profiler's own line ("not measured with the profiler: ...")
             profiler_error = failures.pop(probe.ProfilerWatch.name, None)
             notes += failures.values()
+        # (positional, in the fields' order: keywords cost each cell 0.4 µs)
         self._closed = Closed(
-            spec=self.spec,
-            stance=self.stance,
-            execution_count=execution_count or self.spec.execution_count,
-            window=window,
+            self.spec,  # spec
+            self.stance,  # stance
+            execution_count or self.spec.execution_count,  # execution_count
+            window,  # window
             # the recorder's own use of torch's profiler is not the cell's
-            wall_s=max(wall - window.overhead_s, 0.0),
-            error=error,
-            t0=self._t0,
-            profiled_lookups=profiled,
-            memory=memory,
-            memory_on=self.spec.memory and profiler is not None and profiler.profiler is not None,
-            profiler_error=profiler_error,
-            cache_events=results["caches"],
-            notes=notes,
-            profiler=profiler.profiler if profiler is not None else None,
-            synchronized=synchronized,
-            cudagraphs=results["cudagraphs"],
+            max(wall - window.overhead_s, 0.0),  # wall_s
+            error,  # error
+            self._t0,  # t0
+            profiled,  # profiled_lookups
+            memory,  # memory
+            # memory_on
+            self.spec.memory and profiler is not None and profiler.profiler is not None,
+            profiler_error,  # profiler_error
+            results["caches"],  # cache_events
+            notes,  # notes
+            profiler.profiler if profiler is not None else None,  # profiler
+            synchronized,  # synchronized
+            results["cudagraphs"],  # cudagraphs
         )
         return self._closed
 

@@ -316,11 +316,20 @@ class CudagraphWatch:
             self._uninstall()
 
     def start(self, context: Any = None) -> _Mark:
-        """Open a window; the mark to pass to :meth:`stop`."""
+        """Open a window; the mark to pass to :meth:`stop`.
+
+        The first window open puts the wrappers in: a process that has run
+        CUDA graphs (torch imported its trees) gets every one now (recordings
+        and replays happen in cells that compile nothing); any other gets them
+        at its next compile's start, if one comes (a callback torch runs
+        there: a cell that compiles nothing pays for two list appends)."""
         with self._lock:
             if not self._open and "torch" in sys.modules:
                 try:
-                    self._install()
+                    if TREES in sys.modules:
+                        self._wrap_loaded()
+                    if len(self._patched) < len(LOG_MODULES) + 2:
+                        self._register_callbacks()
                 except Exception:  # pragma: no cover - never fail a measurement over it
                     self._uninstall()
             self._open += 1
@@ -381,16 +390,6 @@ class CudagraphWatch:
         )
 
     # ----------------------------------------------------------------- hooks
-
-    def _install(self) -> None:
-        """A process that has run CUDA graphs (torch imported its trees) gets
-        every wrapper now: recordings and replays happen in cells that compile
-        nothing. Any other gets them at its next compile's start, if one
-        comes: a cell that compiles nothing pays for two list appends."""
-        if TREES in sys.modules:
-            self._wrap_loaded()
-        if len(self._patched) < len(LOG_MODULES) + 2:
-            self._register_callbacks()
 
     def _uninstall(self) -> None:
         self._unregister_callbacks()
