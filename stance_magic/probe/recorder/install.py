@@ -84,20 +84,18 @@ class InstallMixin:
         reaches go in at the first dispatch (:meth:`_arm`): a cell that calls
         no compiled code pays for nothing more."""
         t = _torch_hooks()
-        self._ef = t.ef
         if self._cw_code is None:
+            self._ef = t.ef
             self._cw_code = _compile_wrapper_code(t.ef)
-        self._orig_cfs = t.ef._callback_from_stance
+        cfs = self._orig_cfs = t.ef._callback_from_stance
         fns = self._hook_fns
-        if fns is None or fns[2] is not self._orig_cfs or fns[3] != calls.SAMPLE_EVERY:
-            fns = self._hook_fns = (*self._make_hooks(), self._orig_cfs, calls.SAMPLE_EVERY)
-        cfs = fns[0]
+        if fns is None or fns[2] is not cfs or fns[3] != calls.SAMPLE_EVERY:
+            fns = self._hook_fns = (*self._make_hooks(), cfs, calls.SAMPLE_EVERY)
         self._orig_chromium = getattr(t.utils, "add_compilation_metrics_to_chromium", None)
         self._aot_seen = _aot_dispatch_count()
         # every torch attribute replaced while a window is open, in one table
-        patches = self._patches
-        patches.replace(t.ef, "_callback_from_stance", cfs)
-        patches.replace(t.utils, "add_compilation_metrics_to_chromium", self._on_record)
+        self._patches.replace(t.ef, "_callback_from_stance", fns[0])
+        self._patches.replace(t.utils, "add_compilation_metrics_to_chromium", self._on_record)
         if not SOURCE_CHECK.installed and SOURCE_CHECK.possible:
             config = sys.modules.get("torch._dynamo.config")
             if config is not None and getattr(config, "caching_precompile", False):
