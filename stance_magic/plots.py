@@ -329,63 +329,29 @@ def history_figure(
     ``transparent`` leaves the background clear, for a front end that themes
     it (the panel inverts the image in a dark theme).
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.patches import Patch
 
     reps = list(reports)
     shown, total = history_cells(reps, history_capacity(width_px))
     fig = Figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI)
     if transparent:
         fig.patch.set_alpha(0.0)
-    W, H = float(width_px), float(height_px)
-    n = len(shown)
     # Fixed slots, filled from the left: a bar is as wide with 2 cells as with 13.
-    slots = max(n, history_capacity(width_px))
-    plot_w = W - _LEFT_PX - _RIGHT_PX
-    slot = plot_w / slots
+    slots = max(len(shown), history_capacity(width_px))
+    plot_w = width_px - _LEFT_PX - _RIGHT_PX
     memory = any(r.memory for r in shown)
-
-    # The stance band's spans (a run of cells under one stance each), and the
-    # key: every stance whose name does not fit its span, measured and laid out
-    # in lines under the chart before anything is drawn (the figure grows a
-    # line at a time; the chart itself keeps its size).
-    spans: list[tuple[int, int, str]] = []
-    start = 0
-    for i in range(1, n + 1):
-        if i < n and shown[i].same_stance(shown[start]):
-            continue
-        r = shown[start]
-        spans.append((start, i, stance_text(r.stance, r.skip_guard_eval_unsafe, r.backend)))
-        start = i
-    unnamed: list[str] = []
-    for a, b, label in spans:
-        if _fit(label, (b - a) * slot - 6, KEY_PT) != label and label not in unnamed:
-            unnamed.append(label)
-    caption = "↻ recompiles · ⎇ graph breaks · ✗ failed (hatched)"
-    if memory:
-        caption += " · ◆ peak memory (-m)"
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    font = FontProperties(size=KEY_PT)
-
-    def text_px(text: str) -> float:
-        return float(renderer.get_text_width_height_descent(text, font, ismath=False)[0])
-
-    key_x0 = 8.0
-    room = W - _RIGHT_PX - key_x0
-    key_lines = _key_lines(
-        [text_px(label) for label in unnamed], room - text_px(caption) - 12, room
-    )
-    extra_px = KEY_LINE_PX * (len(key_lines) - 1)
-    if extra_px:
-        H += extra_px
+    spans = _stance_spans(shown)
+    # the key is laid out before anything is drawn: the figure grows a line
+    # at a time for it, the chart itself keeps its size
+    key = _HistoryKey(fig, width_px, spans, plot_w / slots, memory)
+    W, H = float(width_px), float(height_px) + key.extra_px
+    if key.extra_px:
         fig.set_size_inches(W / DPI, H / DPI)
 
     def rect(left: float, bottom: float, width: float, height: float) -> list[float]:
         return [left / W, bottom / H, width / W, height / H]
 
-    top_px, band_px, bottom_px = 26, 18, 42 + extra_px
+    top_px, band_px, bottom_px = 26, 18, 42 + key.extra_px
     plot_h = H - top_px - band_px - 4 - bottom_px
     ax = fig.add_axes(rect(_LEFT_PX, bottom_px, plot_w, plot_h))
     band = fig.add_axes(rect(_LEFT_PX, bottom_px + plot_h + 4, plot_w, band_px))
@@ -411,7 +377,125 @@ def history_figure(
             color=INK_SOFT,
         )
         return fig
+    _history_bars(ax, shown, slots, plot_h, memory)
+    tints = _stance_band(band, spans, slots, plot_w / slots)
+    key.draw(fig, tints, W, H)
+    return fig
 
+
+def _stance_spans(shown: Sequence[Any]) -> list[tuple[int, int, str]]:
+    """The stance band's spans: (first, past the last, the stance as typed)
+    for each run of cells under one stance."""
+    spans: list[tuple[int, int, str]] = []
+    start = 0
+    n = len(shown)
+    for i in range(1, n + 1):
+        if i < n and shown[i].same_stance(shown[start]):
+            continue
+        r = shown[start]
+        spans.append((start, i, stance_text(r.stance, r.skip_guard_eval_unsafe, r.backend)))
+        start = i
+    return spans
+
+
+class _HistoryKey:
+    """The history chart's key under the chart: the caption of its marks at
+    the right of the first line, and in full every stance whose name does
+    not fit its span of the band, in lines from the left (measured with the
+    figure's own renderer)."""
+
+    def __init__(
+        self,
+        fig: Figure,
+        width_px: float,
+        spans: Sequence[tuple[int, int, str]],
+        slot: float,
+        memory: bool,
+    ) -> None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.font_manager import FontProperties
+
+        self.unnamed: list[str] = []
+        for a, b, label in spans:
+            if _fit(label, (b - a) * slot - 6, KEY_PT) != label and label not in self.unnamed:
+                self.unnamed.append(label)
+        self.caption = "↻ recompiles · ⎇ graph breaks · ✗ failed (hatched)"
+        if memory:
+            self.caption += " · ◆ peak memory (-m)"
+        self._renderer = FigureCanvasAgg(fig).get_renderer()
+        self._font = FontProperties(size=KEY_PT)
+        self.x0 = 8.0
+        self.room = width_px - _RIGHT_PX - self.x0
+        self.lines = _key_lines(
+            [self.text_px(label) for label in self.unnamed],
+            self.room - self.text_px(self.caption) - 12,
+            self.room,
+        )
+        #: pixels the figure grows by for the key's lines past the first
+        self.extra_px = KEY_LINE_PX * (len(self.lines) - 1)
+
+    def text_px(self, text: str) -> float:
+        width = self._renderer.get_text_width_height_descent(text, self._font, ismath=False)[0]
+        return float(width)
+
+    def draw(self, fig: Figure, tints: dict[str, str], W: float, H: float) -> None:
+        """The legend of the bars at the top right, then the caption and the
+        stances' names (on their tints) under the chart."""
+        from matplotlib.patches import Patch
+
+        handles = [
+            Patch(color=COLORS["compile"], label="compile"),
+            Patch(color=COLORS["guard"], label=LOOKUPS),
+            Patch(color=COLORS["run"], label="rest of the cell"),
+        ]
+        fig.legend(
+            handles=handles,
+            loc="upper right",
+            bbox_to_anchor=(1 - 4 / W, 1 - 2 / H),
+            ncols=3,
+            fontsize=8,
+            frameon=False,
+            handlelength=1.0,
+            handleheight=0.8,
+            columnspacing=1.0,
+            handletextpad=0.4,
+            labelcolor=INK,
+        )
+        first_y = 5.0 + self.extra_px
+        fig.text(
+            1 - _RIGHT_PX / W,
+            first_y / H,
+            self.caption,
+            fontsize=KEY_PT,
+            color=INK_SOFT,
+            ha="right",
+            va="bottom",
+        )
+        for k, line in enumerate(self.lines):
+            x_px = self.x0
+            for i in line:
+                label = self.unnamed[i]
+                shown_label = (
+                    label if self.text_px(label) <= self.room else _fit(label, self.room, KEY_PT)
+                )
+                fig.text(
+                    x_px / W,
+                    (first_y - KEY_LINE_PX * k) / H,
+                    shown_label,
+                    fontsize=KEY_PT,
+                    color=INK,
+                    ha="left",
+                    va="bottom",
+                    bbox={"facecolor": tints[label], "edgecolor": "none", "pad": 1.5},
+                )
+                x_px += self.text_px(label) + _KEY_GAP_PX
+
+
+def _history_bars(ax: Any, shown: Sequence[Any], slots: int, plot_h: float, memory: bool) -> None:
+    """One stacked bar per cell (compile, cache lookups, the rest of its wall
+    time), a failed cell's hatched, its figures written above it, and the
+    axes: ``In [M]`` under each bar, the wall time's unit at the left."""
+    n = len(shown)
     x = list(range(n))
     walls = [r.wall_s for r in shown]
     scale, unit = _unit(max([*walls, 1e-9]))
@@ -446,20 +530,7 @@ def history_figure(
         reserve = min(reserve + 9.0 / plot_h, 0.55)  # one more line: the compile caches
     ax.set_ylim(0, top / (1 - reserve))
     for i, r in enumerate(shown):
-        lines = [(fmt_s(r.wall_s), INK)]
-        if r.recompiles:
-            lines.append((f"↻{len(r.recompiles)}", RECOMPILE))
-        breaks = r.graph_break_count
-        if breaks:
-            lines.append((f"⎇{breaks}", INK_SOFT))
-        if r.error:
-            lines.append(("✗ failed", FAIL))
-        if r.peak_bytes is not None:
-            lines.append((f"◆{fmt_bytes(r.peak_bytes)}", COLORS["memory"]))
-        if r.compile_caches.state:
-            # warm / cold / partly warm / caches off: where the compile came from
-            lines.append((r.compile_caches.state.replace("partly warm", "part warm"), INK_SOFT))
-        for k, (text, color) in enumerate(lines):
+        for k, (text, color) in enumerate(_bar_lines(r)):
             ax.annotate(
                 text,
                 (i, bottom[i]),
@@ -483,9 +554,34 @@ def history_figure(
     for side in ("left", "bottom"):
         ax.spines[side].set_color(INK_SOFT)
 
-    # The stance band: one span per run of cells under the same stance, named
-    # where the name fits (shortened with … where six characters or more fit);
-    # the key at the bottom names in full those that do not.
+
+def _bar_lines(r: Any) -> list[tuple[str, str]]:
+    """The figures written above a cell's bar, bottom up, each in its colour:
+    the wall time, recompiles, graph breaks, a failure, the peak memory, the
+    compile caches' state."""
+    lines = [(fmt_s(r.wall_s), INK)]
+    if r.recompiles:
+        lines.append((f"↻{len(r.recompiles)}", RECOMPILE))
+    breaks = r.graph_break_count
+    if breaks:
+        lines.append((f"⎇{breaks}", INK_SOFT))
+    if r.error:
+        lines.append(("✗ failed", FAIL))
+    if r.peak_bytes is not None:
+        lines.append((f"◆{fmt_bytes(r.peak_bytes)}", COLORS["memory"]))
+    if r.compile_caches.state:
+        # warm / cold / partly warm / caches off: where the compile came from
+        lines.append((r.compile_caches.state.replace("partly warm", "part warm"), INK_SOFT))
+    return lines
+
+
+def _stance_band(
+    band: Any, spans: Sequence[tuple[int, int, str]], slots: int, slot: float
+) -> dict[str, str]:
+    """The stance band: one span per run of cells under the same stance,
+    named where the name fits (shortened with … where six characters or
+    more fit; the key names in full those that do not). Returns each
+    stance's tint."""
     band.set_xlim(-0.5, slots - 0.5)
     band.set_ylim(0, 1)
     tints: dict[str, str] = {}
@@ -497,54 +593,7 @@ def history_figure(
             band.text(
                 (a + b - 1) / 2, 0.5, fitted, ha="center", va="center", fontsize=KEY_PT, color=INK
             )
-
-    handles = [
-        Patch(color=COLORS["compile"], label="compile"),
-        Patch(color=COLORS["guard"], label=LOOKUPS),
-        Patch(color=COLORS["run"], label="rest of the cell"),
-    ]
-    fig.legend(
-        handles=handles,
-        loc="upper right",
-        bbox_to_anchor=(1 - 4 / W, 1 - 2 / H),
-        ncols=3,
-        fontsize=8,
-        frameon=False,
-        handlelength=1.0,
-        handleheight=0.8,
-        columnspacing=1.0,
-        handletextpad=0.4,
-        labelcolor=INK,
-    )
-    # The caption on the key's first line, at the right; the key's names on
-    # their tints, in lines from the left (the first line left of the caption).
-    first_y = 5.0 + extra_px
-    fig.text(
-        1 - _RIGHT_PX / W,
-        first_y / H,
-        caption,
-        fontsize=KEY_PT,
-        color=INK_SOFT,
-        ha="right",
-        va="bottom",
-    )
-    for k, line in enumerate(key_lines):
-        x_px = key_x0
-        for i in line:
-            label = unnamed[i]
-            shown_label = label if text_px(label) <= room else _fit(label, room, KEY_PT)
-            fig.text(
-                x_px / W,
-                (first_y - KEY_LINE_PX * k) / H,
-                shown_label,
-                fontsize=KEY_PT,
-                color=INK,
-                ha="left",
-                va="bottom",
-                bbox={"facecolor": tints[label], "edgecolor": "none", "pad": 1.5},
-            )
-            x_px += text_px(label) + _KEY_GAP_PX
-    return fig
+    return tints
 
 
 _PNG_CACHE: dict[str, Any] = {}
