@@ -125,59 +125,13 @@ def identify(
     """
     text = guard.split("  ← ")[0].strip()
     entry, body = probe.guard_entry(text)
-    of_entry = f" (the entry {entry} was compiled for the one before)" if entry else ""
     kind = failure_kind(body)
-    if kind == "backend" and unlinked_stance and not probe.names_another_backend(body):
-        return Cause(
-            "callback",
-            unlinked_stance,
-            f"no guard failed: torch 2.8 matches cache entries under {unlinked_stance} by "
-            "the address of a callback it builds anew for every call, and this call's "
-            "landed elsewhere in memory (a torch 2.8 defect: whether it recompiles depends "
-            "on the allocator, measured or not)",
-            "torch 2.9 or later links the callbacks; on 2.8 the default stance with "
-            "torch.compile(dynamic=True) or mark_dynamic compiles once",
-            text,
-        )
     if kind == "backend":
-        return Cause(
-            "backend",
-            entry or "the entry",
-            "no guard failed: the cache entries were compiled for another backend (a "
-            "second torch.compile of the same function or module with another backend, or "
-            "force_backend), and an entry serves only the backend that made it",
-            "compile each function once, with one backend (reuse the compiled object)",
-            text,
-        )
-    tname = probe.guard_tensor(body) or "an input"
-    if kind == "size" and probe.is_parameter(tname):
-        m = probe.size_mismatch(body)
-        change = f"dimension {m[0]}: {m[1]} → {m[2]}" if m else body
-        return Cause(
-            "parameter",
-            tname,
-            f"a parameter has another size (`{tname}`, {change}): a module of the same class "
-            "with other shapes went through the same compiled code (torch compiles modules "
-            "through one shared wrapper, so their entries count together)",
-            "each parameter shape needs a graph of its own; torch's hint: "
-            "torch._dynamo.config.force_parameter_static_shapes = False",
-            text,
-            change=_size_change(m),
-        )
+        return _backend_cause(body, text, entry, unlinked_stance)
     if kind == "size":
-        m = probe.size_mismatch(body)
-        change = f"dimension {m[0]}: {m[1]} → {m[2]}" if m else body
-        return Cause(
-            kind,
-            tname,
-            f"a changing size (`{tname}`, {change})",
-            f"torch._dynamo.mark_dynamic({tname}, {m[0] if m else 'dim'}), "
-            "%%stance eager_then_compile, or torch.compile(dynamic=True) serve every size "
-            "with one graph",
-            text,
-            change=_size_change(m),
-        )
+        return _size_cause(body, text)
     if kind in ("rank", "dtype", "device", "requires_grad"):
+        tname = probe.guard_tensor(body) or "an input"
         return Cause(
             kind,
             tname,
@@ -196,52 +150,8 @@ def identify(
             "compile one function per mode",
             text,
         )
-    name, is_global = guarded_name(body) if kind in ("value", "flag") else ("", False)
-    if kind == "value" and is_global and "." in name:
-        owner, _, attr = name.partition(".")
-        value = probe.guard_value(body)[1]  # type: ignore[index]
-        return Cause(
-            "attribute",
-            name,
-            f"the attribute `{attr}` of `{owner}` changed (the entry has {name} == {value}; "
-            "a config object read inside the function)",
-            "compiled code read it as a constant: set it before compiling, or pass the "
-            "value as an argument",
-            text,
-        )
-    if kind == "value":
-        value = (probe.guard_value(body) or probe.guard_flag(body))[1]  # type: ignore[index]
-        number = "float" if "." in value or "e" in value else "int"
-        if is_global:
-            return Cause(
-                kind,
-                name,
-                f"the global `{name}` (a Python {number}) changed; compiled code read "
-                f"{name} == {value} as a constant",
-                "pass it to the compiled function as a tensor, or leave it fixed while "
-                "compiled code runs",
-                text,
-            )
-        extra = ", or torch.compile(dynamic=True)" if number == "int" else ""
-        return Cause(
-            kind,
-            name,
-            f"`{name}` is a Python {number} whose value changes (a learning rate, a step "
-            f"counter?); the entry has {name} == {value}",
-            f"pass it as a tensor (torch.tensor({name})) so one graph serves every value{extra}",
-            text,
-        )
-    if kind == "flag":
-        where = "global flag" if is_global else "flag"
-        return Cause(
-            kind,
-            name,
-            f"the {where} `{name}` changed (the entry has {probe.compared_to(body)}); torch "
-            "resolved what it controls when it compiled",
-            "each value has a graph of its own: fine if it changes rarely, else pass it as "
-            "an argument",
-            text,
-        )
+    if kind in ("value", "flag"):
+        return _value_cause(kind, body, text)
     if kind == "attribute":
         attr, obj = probe.dict_guard(body)  # type: ignore[misc]
         owner, _ = probe.guard_name(obj)
@@ -255,19 +165,133 @@ def identify(
             text,
         )
     if kind == "identity":
-        expr = probe.identity_guard(body)
-        found = (defined or {}).get(expr) if expr is not None else None
-        if found is None:
-            return None
-        name, where, thing = found
-        if not where.startswith("In ["):
-            return None  # not the notebook's own: no trap we can name
+        of_entry = f" (the entry {entry} was compiled for the one before)" if entry else ""
+        return _redefined_cause(body, text, defined, of_entry)
+    return None
+
+
+def _backend_cause(body: str, text: str, entry: str, unlinked_stance: str | None) -> Cause:
+    """No guard failed: torch 2.8's rebuilt callback, or another backend's entries."""
+    if unlinked_stance and not probe.names_another_backend(body):
         return Cause(
-            "redefined",
-            name,
-            f"`{name}` is a new {thing} since {where} (its cell ran again){of_entry}",
-            f"re-create and compile the model once after editing the {thing}, or "
-            "torch.compiler.reset()",
+            "callback",
+            unlinked_stance,
+            f"no guard failed: torch 2.8 matches cache entries under {unlinked_stance} by "
+            "the address of a callback it builds anew for every call, and this call's "
+            "landed elsewhere in memory (a torch 2.8 defect: whether it recompiles depends "
+            "on the allocator, measured or not)",
+            "torch 2.9 or later links the callbacks; on 2.8 the default stance with "
+            "torch.compile(dynamic=True) or mark_dynamic compiles once",
             text,
         )
-    return None
+    return Cause(
+        "backend",
+        entry or "the entry",
+        "no guard failed: the cache entries were compiled for another backend (a "
+        "second torch.compile of the same function or module with another backend, or "
+        "force_backend), and an entry serves only the backend that made it",
+        "compile each function once, with one backend (reuse the compiled object)",
+        text,
+    )
+
+
+def _size_cause(body: str, text: str) -> Cause:
+    """A size guard: a parameter's (a module of another shape through the
+    shared wrapper) or an input's."""
+    tname = probe.guard_tensor(body) or "an input"
+    m = probe.size_mismatch(body)
+    change = f"dimension {m[0]}: {m[1]} → {m[2]}" if m else body
+    if probe.is_parameter(tname):
+        return Cause(
+            "parameter",
+            tname,
+            f"a parameter has another size (`{tname}`, {change}): a module of the same class "
+            "with other shapes went through the same compiled code (torch compiles modules "
+            "through one shared wrapper, so their entries count together)",
+            "each parameter shape needs a graph of its own; torch's hint: "
+            "torch._dynamo.config.force_parameter_static_shapes = False",
+            text,
+            change=_size_change(m),
+        )
+    return Cause(
+        "size",
+        tname,
+        f"a changing size (`{tname}`, {change})",
+        f"torch._dynamo.mark_dynamic({tname}, {m[0] if m else 'dim'}), "
+        "%%stance eager_then_compile, or torch.compile(dynamic=True) serve every size "
+        "with one graph",
+        text,
+        change=_size_change(m),
+    )
+
+
+def _value_cause(kind: str, body: str, text: str) -> Cause:
+    """A value or flag guard: a global's or an argument's Python number, a
+    config object's attribute, a flag."""
+    name, is_global = guarded_name(body)
+    if kind == "value" and is_global and "." in name:
+        owner, _, attr = name.partition(".")
+        value = probe.guard_value(body)[1]  # type: ignore[index]
+        return Cause(
+            "attribute",
+            name,
+            f"the attribute `{attr}` of `{owner}` changed (the entry has {name} == {value}; "
+            "a config object read inside the function)",
+            "compiled code read it as a constant: set it before compiling, or pass the "
+            "value as an argument",
+            text,
+        )
+    if kind == "flag":
+        where = "global flag" if is_global else "flag"
+        return Cause(
+            kind,
+            name,
+            f"the {where} `{name}` changed (the entry has {probe.compared_to(body)}); torch "
+            "resolved what it controls when it compiled",
+            "each value has a graph of its own: fine if it changes rarely, else pass it as "
+            "an argument",
+            text,
+        )
+    value = (probe.guard_value(body) or probe.guard_flag(body))[1]  # type: ignore[index]
+    number = "float" if "." in value or "e" in value else "int"
+    if is_global:
+        return Cause(
+            kind,
+            name,
+            f"the global `{name}` (a Python {number}) changed; compiled code read "
+            f"{name} == {value} as a constant",
+            "pass it to the compiled function as a tensor, or leave it fixed while "
+            "compiled code runs",
+            text,
+        )
+    extra = ", or torch.compile(dynamic=True)" if number == "int" else ""
+    return Cause(
+        kind,
+        name,
+        f"`{name}` is a Python {number} whose value changes (a learning rate, a step "
+        f"counter?); the entry has {name} == {value}",
+        f"pass it as a tensor (torch.tensor({name})) so one graph serves every value{extra}",
+        text,
+    )
+
+
+def _redefined_cause(
+    body: str, text: str, defined: dict[str, tuple[str, str, str]] | None, of_entry: str
+) -> Cause | None:
+    """An identity guard on a class or function the notebook defined again
+    (None: not one of the notebook's own)."""
+    expr = probe.identity_guard(body)
+    found = (defined or {}).get(expr) if expr is not None else None
+    if found is None:
+        return None
+    name, where, thing = found
+    if not where.startswith("In ["):
+        return None  # not the notebook's own: no trap we can name
+    return Cause(
+        "redefined",
+        name,
+        f"`{name}` is a new {thing} since {where} (its cell ran again){of_entry}",
+        f"re-create and compile the model once after editing the {thing}, or "
+        "torch.compiler.reset()",
+        text,
+    )
