@@ -64,8 +64,37 @@ def timeline_events(
         ev.append(_meta("thread_name", tid, {"name": track}))
         ev.append(_meta("thread_sort_index", tid, {"sort_index": tid}))
     ev.append(_x(name, "cell", TID_CELL, 0.0, rep.wall_s * 1e6, {"source": rep.source}))
+    frame_start = _phase_events(ev, chromium, us0)
+    _compile_events(ev, rep, window, frame_start, us0)
+    _lookup_events(ev, window, perf0)
+    _break_events(ev, window, wall0)
+    for cid, start_s, dur_s in regions:
+        ev.append(
+            _x(
+                f"run {cid}",
+                "compiled_run",
+                TID_RUN,
+                (start_s - perf0) * 1e6,
+                dur_s * 1e6,
+                {"compile_id": cid},
+            )
+        )
+    return {
+        "traceEvents": ev,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "stance_magic": __version__,
+            "cell": name,
+            "clock": "µs from the start of the cell",
+        },
+    }
 
-    # torch's phases: begin/end pairs per (compile id, name)
+
+def _phase_events(
+    ev: list[dict[str, Any]], chromium: list[dict[str, Any]], us0: float
+) -> dict[str, float]:
+    """torch's own phases, begin/end pairs per (compile id, name), onto
+    ``ev``; returns where each compile's ``entire_frame_compile`` began."""
     starts: dict[tuple[str, str], list[float]] = {}
     frame_start: dict[str, float] = {}
     for c in chromium:
@@ -86,7 +115,18 @@ def timeline_events(
             )
         elif ph == "i":
             ev.append(_i(nm, "dynamo_timed", TID_PHASES, ts - us0, {"compile_id": cid, **args}))
+    return frame_start
 
+
+def _compile_events(
+    ev: list[dict[str, Any]],
+    rep: CellReport,
+    window: Any,
+    frame_start: dict[str, float],
+    us0: float,
+) -> None:
+    """One span per compile of the report, where torch's
+    ``entire_frame_compile`` (else its record) began, onto ``ev``."""
     record_start = {r.compile_id: r.start_time_us for r in window.compiles}
     for f in rep.frames:
         begin = frame_start.get(f.compile_id)
@@ -117,6 +157,10 @@ def timeline_events(
             )
         )
 
+
+def _lookup_events(ev: list[dict[str, Any]], window: Any, perf0: float) -> None:
+    """The cache lookups onto ``ev``: those timed in situ as spans, the
+    others as instants (the recorder's clock)."""
     for at, seconds, hit, timed, target in window.lookup_times:
         what = "hit" if hit else "miss"
         args = {"function": target, "result": what}
@@ -137,6 +181,9 @@ def timeline_events(
                 )
             )
 
+
+def _break_events(ev: list[dict[str, Any]], window: Any, wall0: float) -> None:
+    """An instant per graph break, when torch logged it, onto ``ev``."""
     for b in window.graph_breaks:
         ts = (b.time_s - wall0) * 1e6 if b.time_s is not None else 0.0
         where = Place(file=shorten_paths(b.filename) if b.filename else "", line=b.line).path_line
@@ -149,28 +196,6 @@ def timeline_events(
                 {"reason": b.reason, "compile_id": b.compile_id},
             )
         )
-
-    for cid, start_s, dur_s in regions:
-        ev.append(
-            _x(
-                f"run {cid}",
-                "compiled_run",
-                TID_RUN,
-                (start_s - perf0) * 1e6,
-                dur_s * 1e6,
-                {"compile_id": cid},
-            )
-        )
-
-    return {
-        "traceEvents": ev,
-        "displayTimeUnit": "ms",
-        "otherData": {
-            "stance_magic": __version__,
-            "cell": name,
-            "clock": "µs from the start of the cell",
-        },
-    }
 
 
 def _meta(name: str, tid: int, args: dict[str, Any]) -> dict[str, Any]:
