@@ -13,7 +13,7 @@ from typing import Any
 
 __all__ = [
     "cell_label",
-    "first_line",
+    "first_code_line",
     "fmt_bytes",
     "fmt_s",
     "plural",
@@ -76,7 +76,7 @@ def shorten(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def first_line(source: str, width: int = 30) -> str:
+def first_code_line(source: str, width: int = 30) -> str:
     """The first line of code of a cell (comments skipped), cut to ``width``."""
     for line in source.splitlines():
         line = line.strip()

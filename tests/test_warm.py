@@ -283,6 +283,9 @@ def test_bypass_reason_and_caches_off():
     assert (
         off.compile_caches.state == "caches off" and "FX graph cache" in off.compile_caches.verdict
     )
+    # the data names the cache as torch does; the words are render's
+    assert off.compile_caches.off == ["inductor"]
+    assert "caches off (FX graph cache)" in off.text(verbose=True)
     # an event of another compile, or outside this record's time, is not its
     other = CellReport(frames=[_frame("3/0")])
     other = _with_caches(

@@ -42,7 +42,7 @@ from typing import Any
 from .. import place, probe
 from ..report import PHASES, CallAccount, CellReport, Comparison, CompileCaches, Gathered, Shared
 from .breaks import _break_costs, _group_breaks
-from .caches import CACHE_LABELS, _loaded_functions, _precompiled, compile_caches
+from .caches import _loaded_functions, _precompiled, compile_caches
 from .closed import Closed, _nothing_seen
 from .compiles import _breakdown, _frames, _kernel_parts
 from .cudagraphs import _NO_CUDAGRAPHS, _cudagraphs
@@ -60,7 +60,6 @@ from .recompiles import (
 )
 
 __all__ = [
-    "CACHE_LABELS",
     "Closed",
     "build_report",
     "called_from",

@@ -23,10 +23,6 @@ from ..report import (
 )
 from .places import _file
 
-#: How the report names each compile cache (the words of
-#: ``CompileCaches.off``; render keeps its own copy for its rows).
-CACHE_LABELS = {"aot_autograd": "AOTAutograd cache", "inductor": "FX graph cache"}
-
 
 def compile_caches(
     frames: list[FrameCompile],
@@ -63,7 +59,7 @@ def compile_caches(
         "aot_hits": sum(c.hits for c in aot),
         "aot_misses": sum(c.misses for c in aot),
         "aot_bypasses": sum(c.bypasses for c in aot),
-        "bypass_reasons": [probe.first_line(r) for c in uses for r in c.reasons],
+        "bypass_reasons": [probe.message_line(r) for c in uses for r in c.reasons],
     }
     cached = [f for f in out if f.caches]
     if not cached:
@@ -71,7 +67,7 @@ def compile_caches(
     rest = {id(f): max(f.seconds - f.phases.get("dynamo", 0.0), 0.0) for f in cached}
     saved = [f.saved_s for f in cached if f.source != "generated" and f.saved_s is not None]
     loaded_n = sum(1 for f in cached if f.source == "loaded")
-    off = sorted({CACHE_LABELS[c.cache] for f in cached for c in f.caches if c.state == "off"})
+    off = sorted({c.cache for f in cached for c in f.caches if c.state == "off"})
     graphs = counts["fx_hits"] + counts["fx_misses"] + counts["fx_bypasses"]
     loaded_from = None
     if loaded:
@@ -121,7 +117,7 @@ def _frame_caches(rec: Any, events: list[Any]) -> list[CacheUse]:
             disabled=any(e.state == "disabled" for e in evs),
             keys=[e.key for e in evs if e.key],
             saved_s=sum(saved) if saved else None,
-            reasons=[probe.first_line(e.reason) for e in evs if e.state == "bypass" and e.reason],
+            reasons=[probe.message_line(e.reason) for e in evs if e.state == "bypass" and e.reason],
         )
         if use.state:
             out.append(use)

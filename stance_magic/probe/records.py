@@ -377,7 +377,7 @@ def record_user_frames(rec: Any) -> list[tuple[str, str, int]] | None:
 # --------------------------------------------------------------------------
 
 
-def first_line(text: str) -> str:
+def message_line(text: str) -> str:
     """The first line of a torch message, without a trailing guard pointer."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     first = lines[0] if lines else text
@@ -424,7 +424,7 @@ class CompileRecord:
         """``fail_type: first line of fail_reason`` when the compile failed."""
         if not self.fail_type:
             return None
-        return f"{self.fail_type}: {first_line(self.fail_reason or '')}".rstrip(": ")
+        return f"{self.fail_type}: {message_line(self.fail_reason or '')}".rstrip(": ")
 
 
 def read_record(rec: Any, info: RecordInfo | None = None) -> CompileRecord:

@@ -65,7 +65,8 @@ def cache_verdict(cc: Any) -> str:
     dynamo = cc.dynamo_s
     if cc.state == "caches off":
         return (
-            f"caches off ({' and '.join(cc.off)}): {_plural(cc.consulted, 'compile')} "
+            f"caches off ({' and '.join(CACHE_LABELS.get(c, c) for c in cc.off)}): "
+            f"{_plural(cc.consulted, 'compile')} "
             f"generated everything, {fmt_s(cc.generated_s)} beyond Dynamo tracing "
             f"({fmt_s(dynamo)})"
         )

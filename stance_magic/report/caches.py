@@ -110,7 +110,8 @@ class CompileCaches:
     #: compiles that consulted a cache, and those whose graphs all came from one
     consulted: int = 0
     loaded: int = 0
-    #: the caches switched off ("AOTAutograd cache", "FX graph cache")
+    #: the caches switched off, by torch's name for each (``"aot_autograd"``,
+    #: ``"inductor"``: the AOTAutograd cache, the FX graph cache)
     off: list[str] = field(default_factory=list)
     #: torch's reasons for the bypasses
     bypass_reasons: list[str] = field(default_factory=list)

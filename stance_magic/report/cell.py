@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..place import holds_places, worded
-from ..text import first_line
+from ..text import first_code_line
 from .breaks import GraphBreak
 from .caches import CompileCaches, LoadedFunction, PrecompiledFrame, Shared
 from .compare import Comparison, Gathered
@@ -273,7 +273,7 @@ class CellReport:
             {
                 "cell": self.index,
                 "execution_count": self.execution_count,
-                "label": self.label or first_line(self.source),
+                "label": self.label or first_code_line(self.source),
                 "stance": self.stance,
                 "stance_label": self.stance_label,
                 "skip_guard_eval_unsafe": self.skip_guard_eval_unsafe,
