@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .causes import OWN_GRAPH, decisive, guarded_name
+from .render import limit_setting
 from .text import fmt_bytes, fmt_s
 from .text import plural as _n
 
@@ -44,15 +45,15 @@ def _limit_hint(lim: Any) -> str:
     failed on the attempt that hit it."""
     kind, text = decisive(lim.failures)
     if getattr(lim, "per_call", False):
-        head = f"{lim.where} hit the recompile_limit={lim.limit} of its torch.compile"
+        head = f"{lim.where} hit the {limit_setting(lim)}"
         raise_it = (
             f"raise recompile_limit= in its torch.compile call (now {lim.limit}; "
             "torch._dynamo.config.recompile_limit does not apply to it) if more graphs "
             "are expected"
         )
     else:
-        head = f"{lim.where} hit {lim.setting} ({lim.limit})"
-        raise_it = f"raise {lim.setting} (now {lim.limit}) if more graphs are expected"
+        head = f"{lim.where} hit {limit_setting(lim)} ({lim.limit})"
+        raise_it = f"raise {limit_setting(lim)} (now {lim.limit}) if more graphs are expected"
     if lim.eager_calls:
         head += f" and ran {_n(lim.eager_calls, 'call')} eagerly"
     if kind == "size":
@@ -121,12 +122,6 @@ def _cudagraph_hints(rep: Any) -> list[str]:
             + (f" (the graph's devices: {', '.join(s.devices)})" if s.devices else "")
         )
     return hints
-
-
-def _budget_setting(b: Any) -> str:
-    if getattr(b, "per_call", False):
-        return f"the recompile_limit={b.limit} of its torch.compile"
-    return f"torch._dynamo.config.{b.config}"
 
 
 def _all_lookups(k: int) -> str:
@@ -214,8 +209,8 @@ def advise(rep: Any) -> list[str]:
     if full is not None and full.left == 1 and not getattr(rep, "recompile_limits", None):
         hints.append(
             f"{full.where} uses {full.entries} of its {full.limit} cache entries "
-            f"({_budget_setting(full)}): the next recompile is its last, after "
-            "which torch runs every new case eagerly, silently"
+            f"({'the ' if full.per_call else ''}{limit_setting(full)}): the next recompile "
+            "is its last, after which torch runs every new case eagerly, silently"
         )
     sized = _size_recompiles(rep)
     if sized and rep.stance not in ("eager_then_compile", "aot_eager_then_compile"):

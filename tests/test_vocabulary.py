@@ -105,3 +105,41 @@ def test_the_compile_phases_have_one_list_of_keys(measured):
     assert [f"{p}_s" for p in PHASES] == [
         k for k in row if k.endswith("_s") and k.removesuffix("_s") in PHASES
     ]
+
+
+def test_the_recompile_limits_setting_has_one_wording():
+    """What sets a frame's recompile limit is worded by one function
+    (``render.limit_setting``): the limit row, the budget row and the hints
+    say the same; the report holds ``config`` and ``per_call``, and its old
+    ``setting`` (a third wording) reads once with a warning."""
+    from stance_magic.advice import advise
+    from stance_magic.render import limit_setting
+    from stance_magic.report import Budget, CellReport, RecompileLimit
+
+    glob = RecompileLimit(
+        where="f (In [2], line 1)", config="recompile_limit", limit=8, compile_id="0/8"
+    )
+    own = RecompileLimit(
+        where="g (In [3], line 1)",
+        config="recompile_limit",
+        limit=2,
+        compile_id="1/2",
+        per_call=True,
+    )
+    assert limit_setting(glob) == "torch._dynamo.config.recompile_limit"
+    assert limit_setting(glob, short=True) == "recompile_limit"
+    assert (
+        limit_setting(own)
+        == limit_setting(own, short=True)
+        == ("recompile_limit=2 of its torch.compile")
+    )
+    for lim in (glob, own):
+        rep = CellReport(recompile_limits=[lim])
+        assert limit_setting(lim) in rep.text(verbose=True)
+        assert limit_setting(lim) in advise(rep)[0]
+    budget = Budget(where="h (In [4], line 1)", entries=7, limit=8, config="recompile_limit")
+    rep = CellReport(recompile_budget=[budget])
+    assert f"({limit_setting(budget, short=True)})" in rep.text(verbose=True)
+    assert f"({limit_setting(budget)})" in " ".join(advise(rep))
+    with pytest.warns(DeprecationWarning, match="RecompileLimit.setting"):
+        assert own.setting == "torch.compile(recompile_limit=)"

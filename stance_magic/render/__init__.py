@@ -66,7 +66,7 @@ from .labels import (
 )
 from .lookups import device_text, lookup_bound, lookup_method, parts_text
 from .ranks import ranks_html, ranks_text
-from .recompiles import budget_text, failure_text
+from .recompiles import budget_text, failure_text, limit_setting
 from .rows import MAX_DETAILS, Row
 from .shared import share_lines
 from .styles import WIDE, html_table, styled_table, text_table
@@ -113,6 +113,7 @@ __all__ = [
     "history_html",
     "history_text",
     "html_table",
+    "limit_setting",
     "lookup_bound",
     "lookup_method",
     "parts_text",

@@ -37,7 +37,7 @@ def recompile_rows(rep: Any, hinted: bool = False) -> list[Row]:
     if shown and full is not None:
         text = budget_text(full)
         value = text if len(shown) == 1 else f"{len(shown)} frames; fullest: {text}"
-        value += f" ({_budget_setting(full)})"
+        value += f" ({limit_setting(full, short=True)})"
         details = [budget_text(b) for b in shown] if len(shown) > 1 else []
         rows.append(Row(RECOMPILE_BUDGET, value, details, "row" if full.near else ""))
     dyn = [d for d in rep.dynamic_shapes if d.dynamic]
@@ -82,12 +82,24 @@ def _recompile_lines(rep: Any) -> list[str]:
     return out
 
 
+def limit_setting(x: Any, short: bool = False) -> str:
+    """The setting a frame's recompile limit comes from, as every report row
+    and hint words it: ``torch._dynamo.config.recompile_limit`` (its name
+    alone where ``short``), or ``recompile_limit=8 of its torch.compile``
+    for the limit of the frame's own ``torch.compile`` call (``x``: a
+    recompile limit hit or a budget)."""
+    if getattr(x, "per_call", False):
+        n = x.limit if x.limit is not None else "?"
+        return f"recompile_limit={n} of its torch.compile"
+    return x.config if short else f"torch._dynamo.config.{x.config}"
+
+
 def _limit_value(lim: Any) -> str:
     n = lim.limit if lim.limit is not None else "?"
     if getattr(lim, "per_call", False):
-        text = f"{lim.where} is at the recompile_limit={n} of its torch.compile"
+        text = f"{lim.where} is at the {limit_setting(lim)}"
     else:
-        text = f"{lim.where} is at {lim.setting} = {n}"
+        text = f"{lim.where} is at {limit_setting(lim)} = {n}"
     if lim.compile_id:
         text = f"hit ({lim.compile_id}): {text}"
     if lim.eager_calls:
@@ -114,13 +126,6 @@ def budget_text(b: Any) -> str:
     elif b.left == 1:
         text += " (1 left: the next recompile is the last)"
     return text
-
-
-def _budget_setting(b: Any) -> str:
-    """Where a frame's limit comes from, as the report names it."""
-    if b.per_call:
-        return f"recompile_limit={b.limit} of its torch.compile"
-    return b.config
 
 
 def _cause_brief(c: Any) -> str:

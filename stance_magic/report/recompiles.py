@@ -81,8 +81,15 @@ class RecompileLimit:
 
     @property
     def setting(self) -> str:
-        """What sets the limit: ``torch._dynamo.config.recompile_limit``, or
-        ``torch.compile(recompile_limit=)`` for a per-call limit."""
+        """Deprecated: the report's words for what sets the limit are
+        ``stance_magic.render.limit_setting(lim)``; the data is ``config``
+        and ``per_call``. Reads as it did, with a DeprecationWarning once."""
+        from .deprecated import warn_once
+
+        warn_once(
+            "RecompileLimit.setting",
+            "config and per_call (their words: stance_magic.render.limit_setting)",
+        )
         if self.per_call:
             return "torch.compile(recompile_limit=)"
         return f"torch._dynamo.config.{self.config}"
