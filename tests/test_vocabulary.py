@@ -110,8 +110,8 @@ def test_the_compile_phases_have_one_list_of_keys(measured):
 def test_the_recompile_limits_setting_has_one_wording():
     """What sets a frame's recompile limit is worded by one function
     (``render.limit_setting``): the limit row, the budget row and the hints
-    say the same; the report holds ``config`` and ``per_call``, and its old
-    ``setting`` (a third wording) reads once with a warning."""
+    say the same, and so does the limit's ``setting`` (it had a third
+    wording for a torch.compile call's own limit)."""
     from stance_magic.advice import advise
     from stance_magic.render import limit_setting
     from stance_magic.report import Budget, CellReport, RecompileLimit
@@ -141,5 +141,4 @@ def test_the_recompile_limits_setting_has_one_wording():
     rep = CellReport(recompile_budget=[budget])
     assert f"({limit_setting(budget, short=True)})" in rep.text(verbose=True)
     assert f"({limit_setting(budget)})" in " ".join(advise(rep))
-    with pytest.warns(DeprecationWarning, match="RecompileLimit.setting"):
-        assert own.setting == "torch.compile(recompile_limit=)"
+    assert (glob.setting, own.setting) == (limit_setting(glob), limit_setting(own))

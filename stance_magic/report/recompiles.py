@@ -81,18 +81,13 @@ class RecompileLimit:
 
     @property
     def setting(self) -> str:
-        """Deprecated: the report's words for what sets the limit are
-        ``stance_magic.render.limit_setting(lim)``; the data is ``config``
-        and ``per_call``. Reads as it did, with a DeprecationWarning once."""
-        from .deprecated import warn_once
+        """What sets the limit, in the report's one wording of it
+        (:func:`stance_magic.render.limit_setting`):
+        ``torch._dynamo.config.recompile_limit``, or ``recompile_limit=8 of
+        its torch.compile`` for the limit of the frame's own call."""
+        from ..render import limit_setting
 
-        warn_once(
-            "RecompileLimit.setting",
-            "config and per_call (their words: stance_magic.render.limit_setting)",
-        )
-        if self.per_call:
-            return "torch.compile(recompile_limit=)"
-        return f"torch._dynamo.config.{self.config}"
+        return limit_setting(self)
 
 
 @holds_places
