@@ -286,7 +286,7 @@ class Engine(Observers):
         if stance is not now and stance != now:
             _apply(stance)
         self._cell_depth += 1
-        if self._cell_depth == 1 and self._listeners:
+        if self._cell_depth == 1:
             self._emit("cell", stance)
         return before, self._generation
 
@@ -452,8 +452,7 @@ class Engine(Observers):
     def publish(self, report: CellReport) -> None:
         """Append a finished report to the history and tell observers."""
         self.history.append(report)
-        if self._listeners:
-            self._emit("report", report)
+        self._emit("report", report)
 
     def clear_history(self) -> None:
         self.history.clear()

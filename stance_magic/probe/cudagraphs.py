@@ -351,7 +351,7 @@ class CudagraphWatch:
         with self._lock:
             counter, before = mark
             counted = _skip_counter() - counter
-            window = self._since(before, counted) if counted or self._noted else None
+            window = self._window_since(before, counted) if counted or self._noted else None
             self._open = max(self._open - 1, 0)
             if not self._open:
                 if self._callbacks or self._patched:
@@ -365,7 +365,7 @@ class CudagraphWatch:
                     self._pending.clear()
         return window
 
-    def _since(self, before: _Noted | None, counted: int) -> CudagraphWindow | None:
+    def _window_since(self, before: _Noted | None, counted: int) -> CudagraphWindow | None:
         """What was noted since ``before`` (None: since the watch held
         nothing), with ``counted`` skips torch counted; None when nothing."""
         if before is None:

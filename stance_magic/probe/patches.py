@@ -73,11 +73,7 @@ class Patches:
         """Replace ``owner.name`` with ``replacement`` (as :meth:`apply`, for
         a replacement that does not depend on the original); False when the
         installed torch has no such attribute."""
-        # (_current, inlined: a measured cell replaces two attributes)
-        if isinstance(owner, type):
-            original = owner.__dict__.get(name, _MISSING)
-        else:
-            original = getattr(owner, name, _MISSING)
+        original = _current(owner, name)
         if original is _MISSING:
             return False
         setattr(owner, name, replacement)
@@ -97,12 +93,7 @@ class Patches:
         applied = self._applied
         while applied:
             owner, name, original, replacement = applied.pop()
-            # (_current, inlined: a measured cell restores two attributes)
-            if isinstance(owner, type):
-                now = owner.__dict__.get(name, _MISSING)
-            else:
-                now = getattr(owner, name, _MISSING)
-            if now is replacement:
+            if _current(owner, name) is replacement:
                 setattr(owner, name, original)
 
 

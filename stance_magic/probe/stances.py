@@ -37,19 +37,12 @@ def torch_stance_value() -> Any:
     value in place and gives the prior one back, and never changes a value
     (read on 2.8, 2.13 and 2.15): the same value is the same stance, so a
     caller may keep what it made of one (:func:`stance_magic.current_stance`)."""
-    ef = _EF[0]
-    if ef is None:
-        ef = _EF[0] = _eval_frame()
-    return ef._stance
+    return _eval_frame()._stance
 
 
 def stance_of(value: Any) -> tuple[str, bool, Any]:
     """``(name, skip_guard_eval_unsafe, backend)`` of a torch stance value."""
     return value.stance, bool(value.skip_guard_eval_unsafe), value.backend
-
-
-#: torch's eval_frame module, once imported (torch_stance_value reads it each cell)
-_EF: list[Any] = [None]
 
 
 def _documented_stances() -> list[str]:

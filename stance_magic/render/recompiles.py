@@ -95,10 +95,10 @@ def limit_setting(x: Any, short: bool = False) -> str:
 
 
 def _limit_value(lim: Any) -> str:
-    n = lim.limit if lim.limit is not None else "?"
     if getattr(lim, "per_call", False):
         text = f"{lim.where} is at the {limit_setting(lim)}"
     else:
+        n = lim.limit if lim.limit is not None else "?"
         text = f"{lim.where} is at {limit_setting(lim)} = {n}"
     if lim.compile_id:
         text = f"hit ({lim.compile_id}): {text}"

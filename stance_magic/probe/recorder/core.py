@@ -349,8 +349,7 @@ class Recorder(
             # unless a lazily compiled backward wrote a record)
             touched = self._armed or self._records or self._breaks
             self._uninstall_hooks()
-            if self._log_on:
-                self._uninstall_log_capture()
+            self._uninstall_log_capture()
             if touched:
                 self._clear_running()
         return window

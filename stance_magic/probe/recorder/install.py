@@ -84,8 +84,8 @@ class InstallMixin:
         reaches go in at the first dispatch (:meth:`_arm`): a cell that calls
         no compiled code pays for nothing more."""
         t = _torch_hooks()
+        self._ef = t.ef
         if self._cw_code is None:
-            self._ef = t.ef
             self._cw_code = _compile_wrapper_code(t.ef)
         cfs = self._orig_cfs = t.ef._callback_from_stance
         fns = self._hook_fns
