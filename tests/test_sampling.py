@@ -462,3 +462,50 @@ def test_a_long_loops_spot_checks_past_the_cap_time_their_lookup_only(sh):
     (s,) = rep.lookups.targets
     assert rep.cache_hits == n and s.timed + s.sampled == n
     assert s.parts is not None and 0 < s.parts.calls <= PARTS_PER_WINDOW
+
+
+#: A compiled nn.Module (torch.compile calls it through ``Module._call_impl``,
+#: so the guard hook's caller is that frame, not torch.compile's wrapper),
+#: then the same module with a forward pre-hook that calls another compiled
+#: function before the module's own lookup.
+MODULE = """
+%%stance default -q
+from torch._dynamo.testing import CompileCounterWithBackend
+from stance_magic.engine import get_engine
+cnt = CompileCounterWithBackend('eager')
+class Block(torch.nn.Module):
+    def forward(self, x):
+        return (x + 1) * 2
+m = torch.compile(Block(), backend=cnt)
+events = get_engine().recorder._events
+for _ in range({n}):
+    m(x)
+before = len(events)
+for _ in range({more}):
+    m(x)
+grown = len(events) - before
+h = torch.compile(lambda x: x - 1, backend=cnt)
+m._orig_mod.register_forward_pre_hook(lambda mod, args: [h(args[0]), None][1])
+for _ in range({n}):
+    m(x)
+""".strip()
+
+
+def test_a_modules_counted_only_calls_are_counted_without_an_event(sh, monkeypatch):
+    """Past its first lookups, a compiled nn.Module's hits are tallied by the
+    guard hook (no event a call: GPT-2's loop paid about 10 us a call for
+    one), found through torch's ``_call_impl`` frames to its torch.compile
+    call; the counts equal those of timing every call, with a pre-hook
+    calling another compiled function before the module's own lookup too."""
+    assert sh.run_cell(SETUP).success
+    n, more = probe.SAMPLE_FIRST + 2 * probe.SAMPLE_EVERY, 10 * probe.SAMPLE_EVERY
+    cell = MODULE.format(n=n, more=more)
+    reports = {every: measure(sh, monkeypatch, cell, every) for every in (False, True)}
+    sampled, full = reports[False], reports[True]
+    assert _counts(sampled) == _counts(full)
+    assert sampled.calls.total == sampled.compiled_calls, sampled.calls
+    assert sampled.compiles == sh.user_ns["cnt"].frame_count
+    # the spot checks' events only (a lookup and the call's parts each): not
+    # one event per counted-only call
+    run(sh, cell)
+    assert sh.user_ns["grown"] <= 3 * (more // probe.SAMPLE_EVERY + 1), sh.user_ns["grown"]

@@ -54,6 +54,19 @@ def _find_owner(frame: Any, owner: int) -> Any:
     return None
 
 
+def _hops(frame: Any, target: Any) -> int:
+    """How many ``f_back`` steps lead from ``frame`` to ``target`` (0: it is
+    ``target``); -1 when ``target`` is not within :data:`_WALK_LIMIT` of it."""
+    f = frame
+    for n in range(_WALK_LIMIT):
+        if f is None:
+            return -1
+        if f is target:
+            return n
+        f = f.f_back
+    return -1
+
+
 def _direct_owner(frame: Any, owner: int) -> Any:
     """The compile_wrapper frame ``owner`` when it is reached from ``frame``
     through torch's own frames only (no user frame in between), else None."""

@@ -14,6 +14,7 @@ from ..frames import (
     _OWNER_WALK_LIMIT,
     _caller_key,
     _find_owner,
+    _hops,
 )
 from ..releases import (
     callback_ref,
@@ -81,7 +82,7 @@ class _Sampling:
     """Per torch.compile'd function: its timed lookups, then the activation
     reused (no allocation) by its calls that are only counted."""
 
-    __slots__ = ("act", "calls", "hits", "key", "ref", "timed")
+    __slots__ = ("act", "calls", "depth", "hits", "key", "ref", "timed")
 
     def __init__(self) -> None:
         self.timed = 0
@@ -107,6 +108,7 @@ class _Activation:
         "callback",
         "consumed",
         "counted",
+        "depth",
         "frame_id",
         "handling",
         "hit",
@@ -134,6 +136,12 @@ class _Activation:
         self.key = key
         self.target: Any = None
         self.consumed = False
+        #: where the guard hook finds this call's compile_wrapper frame when
+        #: the lookup is the called function's own (``sys._getframe(depth)``
+        #: inside the hook): 1 for a function torch.compile called directly,
+        #: more through torch's own frames (an nn.Module's ``_call_impl``);
+        #: learnt when its function becomes counted-only (see _Sampling)
+        self.depth = 1
         #: only counted: its hit adds one to ``counted.hits`` (see _Sampling)
         self.sampled = False
         self.counted: _Sampling | None = None
@@ -256,14 +264,22 @@ def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
 
     def _guard_hook(cache_hit: bool) -> bool:
         act = rec._act
+        own = False
         if (
             cache_hit
             and act is not None
             and act.sampled
             and not act.consumed
             and rec._pending is None
-            and id(getframe(1)) == act.frame_id
         ):
+            # the lookup of the function the call handed to Dynamo: its
+            # compile_wrapper frame where the function's first lookups found
+            # it (a lookup further down, or another thread's, finds another)
+            try:
+                own = id(getframe(act.depth)) == act.frame_id
+            except ValueError:  # a shallower stack: another thread's lookup
+                pass
+        if own:
             # a counted-only hit of the called function itself
             act.consumed = True
             rec._hits += 1
@@ -499,7 +515,7 @@ class CallsMixin:
                             self._bounds.note(key, t - act.t0, self._hits + self._misses)
                         self._events.append(Lookup(CALIBRATED, key, cache_hit, 0.0, t))
                     else:
-                        self._timed(act, sampling, key, cache_hit, t)
+                        self._timed(act, sampling, key, cache_hit, t, caller, owner)
             else:
                 # a lookup further down (a resume function after a graph
                 # break, a frame compiled on its own): timed from the call
@@ -531,9 +547,19 @@ class CallsMixin:
                 # a hit whose end no clock will see: it ran its cached code
                 self._resolve(act, None)  # type: ignore[arg-type]
 
-    def _timed(self, act: _Activation, sampling: _Sampling, key: Any, hit: bool, t: float) -> None:
-        """A timed lookup of ``act``'s own function, ended at ``t``; the rest
-        of the call (its compiled code, its end) is timed from here."""
+    def _timed(
+        self,
+        act: _Activation,
+        sampling: _Sampling,
+        key: Any,
+        hit: bool,
+        t: float,
+        caller: Any,
+        owner: Any,
+    ) -> None:
+        """A timed lookup of ``act``'s own function, ended at ``t`` (made
+        from the frame ``caller``, ``owner`` its compile_wrapper frame); the
+        rest of the call (its compiled code, its end) is timed from here."""
         # after the first ones: a spot check, standing for the counted-only
         timed = self._window_timed[act.key] = self._window_timed.get(act.key, 0) + 1
         kind = SPOT if sampling.key is not None else TIMED
@@ -559,6 +585,9 @@ class CallsMixin:
             sampling.ref = callback_ref(act.key)
             sampling.act = act
             act.counted = sampling
+            # where the guard hook finds its compile_wrapper frame (through
+            # an nn.Module's _call_impl: not the lookup's caller)
+            act.depth = 1 + max(_hops(caller, owner), 0)
             self._counted[act.key] = sampling
 
     def _running_call(self, frame: Any) -> _Activation | None:
