@@ -76,18 +76,18 @@ def _workload(which: str):
 
 def _fake_profiler(monkeypatch, event: float) -> None:
     """torch's profiler replaced: it starts, and gives one lookup event of
-    ``event`` seconds for each lookup the recorder counted while it ran
-    (LookupBounds.stop is told that count)."""
+    ``event`` seconds for each lookup it recorded (LookupBounds.seen counts
+    them), RecordFunction found on."""
     counted = [0]
     stop = anatomy.LookupBounds.stop
 
-    def counting_stop(self, lookups, in_cell=True):
-        counted[0] = lookups - self._base
-        return stop(self, lookups, in_cell)
+    def counting_stop(self, in_cell=True):
+        counted[0] = self._recorded
+        return stop(self, in_cell)
 
     monkeypatch.setattr(anatomy.LookupBounds, "stop", counting_stop)
     monkeypatch.setattr(anatomy, "_profiler_start", lambda: True)
-    monkeypatch.setattr(anatomy, "_profiler_stop", lambda: [event] * counted[0])
+    monkeypatch.setattr(anatomy, "_profiler_stop", lambda: ([event] * counted[0], True))
 
 
 #: ``f``: a compiled function whose compiled code takes ``W`` seconds of the
@@ -388,11 +388,89 @@ def test_torch_s_profiler_bounds_a_functions_lookup_in_its_first_three_cells(sh)
     assert 0 < lk.calibrated <= anatomy.CALIBRATION_CALLS and lk.bounded
 
 
-def test_eager_calls_are_a_part_of_their_own(ticking):
+#: A compiled function whose code runs many operators a call (aot_eager: each
+#: one an event of torch's profiler, where RecordFunction is on).
+MANY_OPS = (
+    "def many_ops(x):\n"
+    "    for _ in range(20):\n"
+    "        x = x.sin() + 1\n"
+    "    return x\n"
+    "g = torch.compile(many_ops, backend='aot_eager')\nx = torch.ones(3)\ng(x); g(x)\n"
+)
+
+
+def _counting_profiler_events(monkeypatch) -> list[int]:
+    """Each calibration's count of torch's profiler events (all of them, read
+    where the profiler stops)."""
+    from torch._C import _autograd
+
+    counts: list[int] = []
+    disable = _autograd._disable_profiler
+
+    class Counted:
+        def __init__(self, result):
+            self._events = result.events()
+            counts.append(len(self._events))
+
+        def events(self):
+            return self._events
+
+    monkeypatch.setattr(_autograd, "_disable_profiler", lambda: Counted(disable()))
+    return counts
+
+
+def test_a_calibration_records_its_lookups_and_not_the_compiled_code(sh, monkeypatch):
+    """torch's profiler records the profiled calls' lookups only (RecordFunction
+    off from each lookup's end to the next profiled call's dispatch): about one
+    event a profiled call, not the 40 operators each call's compiled code runs
+    (reading GPT-2's took 15-27 ms a calibration); the bound as before; and
+    RecordFunction on again after the cell: a user's profiler sees the
+    operators."""
+    counts = _counting_profiler_events(monkeypatch)
+    sh.run_cell(MANY_OPS)
+    run(sh, "%%stance default -q\nfor _ in range(100):\n    g(x)")
+    lk = last(sh).lookups
+    assert lk.bounded and 0 < lk.calibrated <= anatomy.CALIBRATION_CALLS
+    # one event a profiled call's lookup, and the calibration's start mark
+    assert counts and counts[-1] <= lk.calibrated + 2, (counts, lk.calibrated)
+    monkeypatch.undo()
+    sh.run_cell(
+        "from torch.profiler import profile\nwith profile() as prof:\n    g(x)\n"
+        "names = {e.name for e in prof.events()}"
+    )
+    assert "aten::sin" in sh.user_ns["names"], sorted(sh.user_ns["names"])[:20]
+
+
+def test_recordfunction_turned_off_by_the_user_stays_off(sh):
+    """torch has no getter for RecordFunction's state: the calibration's mark
+    at the profiler's start tells, and RecordFunction is left as it was found
+    (off: torch's own tests turn it off), the lookups then unbounded."""
+    from torch._C import _autograd
+
+    sh.run_cell(MANY_OPS)
+    _autograd._enable_record_function(False)
+    try:
+        run(sh, "%%stance default -q\nfor _ in range(100):\n    g(x)")
+        lk = last(sh).lookups
+        assert not lk.bounded and lk.timed > 0
+        sh.run_cell(
+            "from torch.profiler import profile\nwith profile() as prof:\n    g(x)\n"
+            "names = {e.name for e in prof.events()}"
+        )
+        assert "aten::sin" not in sh.user_ns["names"]  # still off
+    finally:
+        _autograd._enable_record_function(True)
+
+
+def test_eager_calls_are_a_part_of_their_own(ticking, monkeypatch):
     """Calls that run without compiled code (force_eager inside the cell) are
     timed whole, apart from the compiled ones: on the ticking clock 3 ticks
     (the wrapper before the dispatch, 1; the dispatch to the call's end less
-    the clock's own reading, 2), where a compiled call is 4 plus its code's."""
+    the clock's own reading, 2), where a compiled call is 4 plus its code's.
+    Every call timed (no sampling: the figures are a timed call's ticks)."""
+    import stance_magic.probe.recorder.calls as recorder
+
+    monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)
     sh = ticking
     sh.user_ns["W"] = 5 * TICK  # the compiled code's: not an eager call's
     run(
@@ -567,7 +645,10 @@ def test_no_bound_while_another_profiler_runs(sh):
         rep = last(sh)
         assert torch.autograd.profiler._is_profiler_enabled
         assert not rep.lookups.bounded and rep.lookups.calibrated == 0
-        assert rep.lookups.timed == 50
+        # every lookup counted, the first ones and then 1 in SAMPLE_EVERY timed
+        first = min(50, probe.SAMPLE_FIRST)
+        assert rep.lookups.timed == first + (50 - first) // probe.SAMPLE_EVERY
+        assert rep.lookups.timed + rep.lookups.sampled == 50
         assert "not bounded by torch's profiler" in lookup_method(rep.lookups)
     finally:
         sh.run_cell("prof.__exit__(None, None, None)")
@@ -580,14 +661,16 @@ def _calibrate(bounds, monkeypatch, fn, events, spans):
     ``events`` (the one thing not run here: the selection is the subject),
     each profiled call's span from the dispatch given."""
     monkeypatch.setattr(anatomy, "_profiler_start", lambda: True)
-    monkeypatch.setattr(anatomy, "_profiler_stop", lambda: list(events))
+    monkeypatch.setattr(anatomy, "_profiler_stop", lambda: (list(events), True))
     bounds.new_cell()
-    assert bounds.wanted(fn) and bounds.start(fn, 0)
+    assert bounds.wanted(fn) and bounds.start(fn)
     for i, span in enumerate(spans):
         if i:
             assert bounds.profiling()
-        bounds.note(fn, span, i + 1)
-    return bounds.stop(len(spans))
+        event = bounds.seen()
+        assert event == i
+        bounds.note(fn, span, event)
+    return bounds.stop()
 
 
 def test_of_three_calibrations_the_median_share_stands(monkeypatch):

@@ -176,8 +176,10 @@ def test_with_cuda_each_timed_call_is_marked_on_the_stream(sh, syncs, monkeypatc
     rep = last(sh)
     (t,) = rep.lookups.targets
     p = t.parts
-    # the first 64 calls and 1 in SAMPLE_EVERY after them are timed: every one marked
-    assert p.device_calls == p.calls == 64 + (300 - 64) // probe.SAMPLE_EVERY
+    # the first SAMPLE_FIRST calls and 1 in SAMPLE_EVERY after them are timed:
+    # every one marked
+    first = probe.SAMPLE_FIRST
+    assert p.device_calls == p.calls == first + (300 - first) // probe.SAMPLE_EVERY
     events = FakeEvent.made[-2 * p.device_calls :]
     spans = [b.t - a.t for a, b in zip(events[::2], events[1::2])]
     assert all(s > 0 for s in spans)

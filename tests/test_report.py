@@ -184,7 +184,7 @@ def test_guard_cost_timed_in_situ_counts_every_lookup(sh):
     # the total sums the timed lookups of each function
     assert rep.lookups.seconds == pytest.approx(sum(t.seconds for t in rep.lookups.targets))
     lk = rep.lookups
-    assert lk.bounded and 0 < lk.calibrated == lk.sampled <= anatomy.CALIBRATION_CALLS
+    assert lk.bounded and 0 < lk.calibrated <= min(lk.sampled, anatomy.CALIBRATION_CALLS)
     assert lookup_method(lk).startswith(f"timed in situ: {lk.timed} lookups")
     assert f"{lk.calibrated} ran under the profiler" in lookup_method(lk)
     assert lookup_bound(lk) is None and lk.timed + lk.sampled == 49

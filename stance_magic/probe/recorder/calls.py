@@ -265,18 +265,11 @@ def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
     def _guard_hook(cache_hit: bool) -> bool:
         act = rec._act
         own = False
-        if (
-            cache_hit
-            and act is not None
-            and act.sampled
-            and not act.consumed
-            and rec._pending is None
-        ):
-            # the lookup of the function the call handed to Dynamo: its
-            # compile_wrapper frame where the function's first lookups found
-            # it (a lookup further down, or another thread's, finds another)
+        if cache_hit and act is not None and act.sampled and not act.consumed:
+            # the called function's own lookup: its call's frame is where its
+            # first lookups found it (see _Activation.depth); not another's
             try:
-                own = id(getframe(act.depth)) == act.frame_id
+                own = rec._pending is None and id(getframe(act.depth)) == act.frame_id
             except ValueError:  # a shallower stack: another thread's lookup
                 pass
         if own:
@@ -341,7 +334,7 @@ class CallsMixin:
             calibrating = bounds.profiling()
             if not calibrating:
                 # eval frame is off here: the profiler stops plain
-                self._profiled(bounds.stop(self._hits + self._misses))
+                self._profiled(bounds.stop())
         clock = self._callclock
         before = None
         if clock is not None and clock.next_enter is not None:
@@ -354,7 +347,7 @@ class CallsMixin:
             if bounds.wanted(fn):
                 # a function whose lookups have hit: torch's profiler over a
                 # few calls, in its first cells (False while another one runs)
-                calibrating = bounds.start(fn, self._hits + self._misses)
+                calibrating = bounds.start(fn)
         act.calibrating = calibrating
         act.before = before
         act.start_records = len(self._records)
@@ -478,6 +471,9 @@ class CallsMixin:
         frame that made it), ended at ``t``: counted, attributed and, where
         it has a start, timed."""
         if self._threads and self._get_ident() in self._threads:
+            # while torch's profiler bounds a lookup: this lookup's event
+            # (the first lookup of a profiled call makes one: see LookupBounds)
+            event = self._bounds.seen() if self._bounds.on else None
             if self._pending is not None:
                 self._settle_miss()
             if cache_hit:
@@ -485,7 +481,7 @@ class CallsMixin:
             else:
                 self._misses += 1
                 if self._bounds.on:
-                    self._bounds.missed(self._hits + self._misses)
+                    self._bounds.missed(event)
             act = self._act
             owner = None
             if act is not None and not act.consumed:
@@ -511,8 +507,8 @@ class CallsMixin:
                         sampling = self._sampling[act.key] = _Sampling()
                     if act.calibrating:
                         # under the profiler: counted, not timed (it slows the call)
-                        if cache_hit:
-                            self._bounds.note(key, t - act.t0, self._hits + self._misses)
+                        if cache_hit and event is not None:
+                            self._bounds.note(key, t - act.t0, event)
                         self._events.append(Lookup(CALIBRATED, key, cache_hit, 0.0, t))
                     else:
                         self._timed(act, sampling, key, cache_hit, t, caller, owner)
@@ -525,10 +521,7 @@ class CallsMixin:
                 key = act.target if act is not None else _caller_key(caller)
                 resume = self._resume
                 start = resume.start_of(caller) if resume.on else None
-                if self._bounds.on:
-                    # under torch's profiler: counted, not timed (it slows the lookup)
-                    self._events.append(Lookup(CALIBRATED, key, cache_hit, 0.0, t))
-                elif start is not None:
+                if start is not None:
                     # a nested lookup, from the call that made it (Python 3.12+)
                     self._events.append(Lookup(RESUMED, key, cache_hit, t - start, t))
                 else:

@@ -321,7 +321,7 @@ class Recorder(
         if mark is self._marks[0] and self._bounds.on:
             # a calibration still running when the cell ends: its events so
             # far bound this cell's functions (the clock has stopped already)
-            self._profiled(self._bounds.stop(self._hits + self._misses, in_cell=False))
+            self._profiled(self._bounds.stop(in_cell=False))
         reset_seen = self._sentinel_gone()
         if reset_seen:
             self._limits.clear()

@@ -162,7 +162,7 @@ class InstallMixin:
                 self._callclock.next_enter = None
             self._tail_act = None
             self._starting = None
-            self._profiled(self._bounds.stop(self._hits + self._misses, in_cell=False))
+            self._profiled(self._bounds.stop(in_cell=False))
             guard_hook = self._hook_fns[1] if self._hook_fns else None
             now = t.c_eval_frame.set_guard_complete_hook(self._prev_guard_hook)
             if now is not None and now is not guard_hook:
