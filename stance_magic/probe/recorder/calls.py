@@ -41,8 +41,14 @@ from .window import MissEvent, Target
 #: opened) timed in situ and attributed one by one; after them 1 in
 #: SAMPLE_EVERY is, and the others are only counted, as hits of that
 #: function (a miss is always handled in full). The report extrapolates the
-#: total from the timed ones and says how many were timed.
-SAMPLE_FIRST = 64
+#: total from the timed ones and says how many were timed. A timed call of a
+#: real model costs about 25 us in situ (GPT-2 of 2 layers, 200-450 us a
+#: call, its code having left the CPU's caches cold for the hooks'), a
+#: counted one 2-4 us: with 64 timed first, a 100-call cell of it paid 7-9 %
+#: (benchmarks/bench_models.py); 16 is past the slow first lookups of a cell
+#: (GPT-2's first four, up to 7 times the rest) and above the profiler's
+#: CALIBRATE_AFTER, whose calibration starts at a timed call.
+SAMPLE_FIRST = 16
 SAMPLE_EVERY = 16
 #: A timed lookup also times the rest of its call (the call's parts, see
 #: probe.anatomy) until a window holds this many timed lookups of the
@@ -50,9 +56,8 @@ SAMPLE_EVERY = 16
 #: which a hundred calls settle; following the end of the call costs a spot
 #: check about four times its lookup's timing (the clock's wrappers in torch
 #: for the rest of the call), which a long loop would pay 1 in SAMPLE_EVERY
-#: calls for nothing. A cell of up to about 500 calls of a function (64 +
-#: 32 spot checks; a later cell's 96 spot checks: about 1,500 calls) keeps
-#: the parts of every timed call.
+#: calls for nothing. A cell of up to about 1,300 calls of a function (16 +
+#: 80 spot checks) keeps the parts of every timed call.
 PARTS_PER_WINDOW = 96
 
 
