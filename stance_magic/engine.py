@@ -77,6 +77,10 @@ SKIP_GUARD_WARNING = (
 )
 
 
+#: seconds, monotonic
+Clock = Callable[[], float]
+
+
 class Engine(Observers):
     """Owns the session stance, the cell stance, the measuring and the history.
 
@@ -122,9 +126,10 @@ class Engine(Observers):
         #: a directory: the next measured cell is traced there (the panel's
         #: "trace next cell"), then this is cleared (a ``("traced", directory)`` event)
         self.trace_next: str | None = None
-        #: what every measurement reads time from (seconds); tests set a fake
-        #: one with :meth:`use_clock`
-        self.clock: Callable[[], float] = time.perf_counter
+        #: what every measurement reads time from (seconds), and the measuring
+        #: thread's CPU time beside it; tests set fakes with :meth:`use_clock`
+        self.clock: Clock = time.perf_counter
+        self.cpu_clock: Clock = time.thread_time
 
     # -- the session stance -----------------------------------------------
     @property
@@ -367,19 +372,20 @@ class Engine(Observers):
         if self._recorder is None:
             self._recorder = probe.Recorder()
             if self.clock is not time.perf_counter:
-                self._recorder.use_clock(self.clock)
+                self._recorder.use_clock(self.clock, self.cpu_clock)
         return self._recorder
 
-    def use_clock(self, clock: Callable[[], float] | None) -> None:
+    def use_clock(self, clock: Clock | None, cpu: Clock | None = None) -> None:
         """Measure on ``clock`` (seconds, monotonic; None: ``time.perf_counter``)
         from the next block on: the wall time, ``--compare``'s runs and the
-        recorder's every reading. For tests, as pyinstrument's fake clock:
-        figures that are arithmetic over readings come out exact."""
+        recorder's every reading; the thread's CPU time on ``cpu`` (see
+        ``probe.clocks``). For tests, as pyinstrument's fake clock: figures
+        that are arithmetic over readings come out exact."""
         if self._open_measures:
             raise RuntimeError("the clock changes only between measured blocks")
-        self.clock = clock or time.perf_counter
+        self.clock, self.cpu_clock = probe.clocks(clock, cpu)
         if self._recorder is not None:
-            self._recorder.use_clock(self.clock)
+            self._recorder.use_clock(self.clock, self.cpu_clock)
 
     def measure(self, spec: MeasureSpec | None = None) -> Measuring:
         """Run a block under ``spec.stance`` (None: the session stance, and a

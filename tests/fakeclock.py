@@ -33,6 +33,12 @@ class FakeClock:
         self.reads += 1
         return t
 
+    def peek(self) -> float:
+        """The time the next reading gives, without a tick (a thread's CPU
+        clock that never waits, read right after this one: see
+        ``probe.following``)."""
+        return self.now
+
     def advance(self, seconds: float) -> None:
         if seconds < 0:
             raise ValueError("a clock does not go back")
@@ -40,12 +46,14 @@ class FakeClock:
 
 
 @contextmanager
-def on_engine(clock: FakeClock) -> Iterator[FakeClock]:
-    """stance_magic's engine measures on ``clock`` inside the block."""
+def on_engine(clock: FakeClock, cpu: FakeClock | None = None) -> Iterator[FakeClock]:
+    """stance_magic's engine measures on ``clock`` inside the block, and the
+    thread's CPU time on ``cpu`` (None: ``clock`` itself, a thread that never
+    waits for the CPU)."""
     from stance_magic.engine import get_engine
 
     engine = get_engine()
-    engine.use_clock(clock)
+    engine.use_clock(clock, cpu)
     try:
         yield clock
     finally:

@@ -500,6 +500,9 @@ def test_a_modules_counted_only_calls_are_counted_without_an_event(sh, monkeypat
     assert sh.run_cell(SETUP).success
     n, more = probe.SAMPLE_FIRST + 2 * probe.SAMPLE_EVERY, 10 * probe.SAMPLE_EVERY
     cell = MODULE.format(n=n, more=more)
+    # once first: on Python 3.12+ the module's lookups after the pre-hook's
+    # call are timed from their call (sys.monitoring) from the second cell on
+    run(sh, cell)
     reports = {every: measure(sh, monkeypatch, cell, every) for every in (False, True)}
     sampled, full = reports[False], reports[True]
     assert _counts(sampled) == _counts(full)
@@ -509,3 +512,99 @@ def test_a_modules_counted_only_calls_are_counted_without_an_event(sh, monkeypat
     # one event per counted-only call
     run(sh, cell)
     assert sh.user_ns["grown"] <= 3 * (more // probe.SAMPLE_EVERY + 1), sh.user_ns["grown"]
+
+
+class _ThreadClock:
+    """The measuring thread's CPU clock beside a fake wall clock: the wall
+    clock's time (its next reading, read without a tick) less the time the
+    thread spent off the CPU, which :meth:`preempt` adds to the wall clock
+    alone."""
+
+    def __init__(self, wall: FakeClock) -> None:
+        self.wall = wall
+        self.lag = 0.0
+
+    def __call__(self) -> float:
+        return self.wall.now - self.lag
+
+    def preempt(self, seconds: float) -> None:
+        self.wall.advance(seconds)
+        self.lag += seconds
+
+
+#: A compiled module whose forward pre-hook runs inside its lookup's span
+#: (torch.compile's dispatch, Module._call_impl's hooks, then Dynamo's lookup
+#: of forward): where ``PREEMPT`` names a call, the thread is taken off the
+#: CPU there for 5 ms, on the fake clocks.
+PREEMPTED = """
+class Block(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+calls = [0]
+def hook(mod, args):
+    calls[0] += 1
+    if calls[0] in PREEMPT:
+        cpu.preempt(5e-3)
+blk = Block()
+blk.register_forward_pre_hook(hook)
+m = torch.compile(blk, backend='eager')
+m(x)
+"""
+
+
+def _preempted_cell(sh, monkeypatch, preempt: set[int], every: bool):
+    sh.user_ns["PREEMPT"] = {n + 1 for n in preempt}  # (call 1 compiled, in SETUP)
+    sh.user_ns["calls"][0] = 1
+    return measure(sh, monkeypatch, "%%stance default -q\nfor _ in range(300):\n    m(x)", every)
+
+
+@pytest.mark.parametrize("every", [False, True])
+def test_a_lookup_preempted_counts_the_time_its_thread_ran(sh, monkeypatch, every):
+    """On fake clocks (a tick a reading; the thread's CPU clock beside it),
+    calls taken off the CPU for 5 ms inside their lookup's span, among the
+    first timed ones, the spot checks and the counted-only ones: the total
+    and the median are those of the same cell not preempted, exactly, sampled
+    or every lookup timed (counting the 5 ms would add them once where every
+    lookup is timed and 16 times on a spot check); each preempted timed
+    lookup counted, with the time it waited, and the cell's note says so."""
+    monkeypatch.setattr(anatomy, "CALIBRATION_TRIES", 0)  # no profiler on fake clocks
+    assert sh.run_cell(SETUP).success
+    wall = FakeClock(tick=1e-6)
+    cpu = _ThreadClock(wall)
+    sh.user_ns.update(cpu=cpu, PREEMPT=set())
+    with on_engine(wall, cpu):
+        assert sh.run_cell(PREEMPTED).success
+        quiet = _preempted_cell(sh, monkeypatch, set(), every)
+        # call 3: a first timed one; 16 + 16 * 4: a spot check; 100: counted only
+        spot = probe.SAMPLE_FIRST + 4 * probe.SAMPLE_EVERY
+        busy = _preempted_cell(sh, monkeypatch, {3, spot, 100}, every)
+    q, b = quiet.lookups, busy.lookups
+    assert q.waited == 0 and q.seconds > 0 and not [n for n in quiet.notes if "busy" in n]
+    timed_preempted = 3 if every else 2  # the counted-only call is not timed
+    assert b.waited == timed_preempted and b.waited_s == pytest.approx(5e-3 * timed_preempted)
+    assert b.waited_calls == timed_preempted  # their parts left out too
+    assert b.seconds == pytest.approx(q.seconds) and b.per_lookup_s == pytest.approx(q.per_lookup_s)
+    assert b.timed == q.timed and b.sampled == q.sampled
+    # the parts: the medians of the calls that did not wait, as in the quiet cell
+    assert busy.call_parts.call_s == pytest.approx(quiet.call_parts.call_s)
+    assert busy.call_parts.calls == quiet.call_parts.calls - timed_preempted
+    # the wall time is what the user waited: the 5 ms of each preemption in it
+    assert busy.wall_s == pytest.approx(quiet.wall_s + 3 * 5e-3)
+    (note,) = [n for n in busy.notes if "busy" in n]
+    assert f"{timed_preempted} timed lookups" in note and "waited for the CPU" in note
+    assert busy.summary_row()["lookups_waited"] == timed_preempted
+
+
+def test_a_span_waited_only_past_the_threshold():
+    """The rule alone: a span counts its wall time unless its thread was off
+    the CPU for more than WAITED_S in it; then the time the thread ran it."""
+    from stance_magic.probe import Recorder
+
+    rec = Recorder()
+    w = probe.WAITED_S
+    assert rec._ran(5e-3, 5e-3 - w) == 5e-3  # exactly at it: not waited
+    assert rec._waited == 0
+    assert rec._ran(5e-3, 2e-6) == 2e-6 and rec._waited == 1
+    assert rec._waited_s == pytest.approx(5e-3 - 2e-6)
+    assert rec._ran(3e-6, 4e-6) == 3e-6  # the thread's clock a little ahead
+    assert rec._ran(1e-3, -1e-6) == 0.0 and rec._waited == 2  # never negative

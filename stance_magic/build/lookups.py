@@ -130,6 +130,10 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
     counts = Lookups(
         sample_first=probe.SAMPLE_FIRST,
         sample_every=probe.SAMPLE_EVERY,
+        waited=window.waited,
+        waited_s=window.waited_s,
+        waited_calls=window.waited_calls,
+        calibration_s=window.overhead_s,
         timed=window.timed_lookups,
         untimed=window.untimed_lookups,
         sampled=window.sampled_lookups,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import probe
+from ..text import fmt_s, plural
 from .closed import Closed
 
 
@@ -38,8 +39,32 @@ def _notes(
             "a dimension marked dynamic (mark_dynamic) was specialized by the code, so "
             f"torch refused to compile: {probe.constraint_detail(str(error))}"
         )
+    busy = _busy_note(closed)
+    if busy:
+        notes.append(busy)
     notes.extend(fig.note for fig in figures if fig.note)
     if closed.profiler_error:
         notes.append(closed.profiler_error)
     notes.extend(closed.notes)
     return notes
+
+
+def _busy_note(closed: Closed) -> str | None:
+    """Where timed spans waited for the CPU (a busy machine: see
+    ``probe.WAITED_S``), what the figures count, in a line; None where none did."""
+    window = closed.window
+    if not (window.waited or window.waited_calls):
+        return None
+    spans = []
+    if window.waited:
+        spans.append(plural(window.waited, "timed lookup"))
+    if window.waited_calls:
+        spans.append(plural(window.waited_calls, "timed call"))
+    ran = ""
+    if closed.cpu_s is not None and closed.wall_s > 0:
+        ran = f"; this thread ran {min(closed.cpu_s / closed.wall_s, 1.0):.0%} of the cell's time"
+    waited = f" ({fmt_s(window.waited_s)} in all)" if window.waited else ""
+    return (
+        f"the machine was busy: {' and '.join(spans)} waited for the CPU{waited}{ran}; "
+        "the lookups count the time they ran, and calls that waited give no parts"
+    )

@@ -66,14 +66,17 @@ class CallStarts:
     guard-complete hook the moment the lookup it ends began.
     """
 
-    def __init__(self, clock: Any = time.perf_counter) -> None:
+    def __init__(self, clock: Any = time.perf_counter, cpu: Any = time.thread_time) -> None:
         self._clock = clock
+        #: the thread's CPU clock, read beside it (see calls.WAITED_S)
+        self._cpu = cpu
         self._tool: int | None = None
         self._codes: weakref.WeakSet[Any] = weakref.WeakSet()
         #: the code, instruction, clock and thread of the last call a watched code made
         self._last_code: Any = None
         self._last_offset = -1
         self._last_t = 0.0
+        self._last_c = 0.0
         self._last_thread = 0
         #: why it is off (None while on or never tried)
         self.reason: str | None = None if AVAILABLE else "needs Python 3.12+ (sys.monitoring)"
@@ -140,15 +143,17 @@ class CallStarts:
 
     def _on_call(self, code: Any, offset: int, callable_: Any, arg0: Any) -> None:
         self._last_t = self._clock()
+        self._last_c = self._cpu()
         self._last_code = code
         self._last_offset = offset
         self._last_thread = threading.get_ident()
 
-    def start_of(self, caller: Any) -> float | None:
-        """When the lookup that just ended began: the last call, on this
-        thread, made by the instruction the calling frame ``caller`` is at
-        (taken once), else None. The instruction must match: Python 3.12
-        gives no event for a call with ``*args, **kwargs``
+    def start_of(self, caller: Any) -> tuple[float, float] | None:
+        """When the lookup that just ended began (the clock's reading and the
+        thread's CPU clock's): the last call, on this thread, made by the
+        instruction the calling frame ``caller`` is at (taken once), else
+        None. The instruction must match: Python 3.12 gives no event for a
+        call with ``*args, **kwargs``
         (``CALL_FUNCTION_EX``), and an earlier call of the same code must not
         stand for it."""
         if (
@@ -158,4 +163,4 @@ class CallStarts:
         ):
             return None
         self._last_code = None
-        return self._last_t
+        return self._last_t, self._last_c

@@ -89,7 +89,12 @@ def lookup_method(lk: Any) -> str:
         elif lk.sampled > lk.calibrated:
             why.append("the first of each, then a sample")
         if lk.calibrated:
-            why.append(f"{lk.calibrated} ran under the profiler, which slows them")
+            took = (
+                f", its start and stop {fmt_s(lk.calibration_s)} of the cell"
+                if lk.calibration_s
+                else ""
+            )
+            why.append(f"{lk.calibrated} ran under torch's profiler, bounding the lookup{took}")
         text += (
             f"; {lk.timed} of {lk.timed + lk.sampled} lookups of the called functions timed "
             f"({'; '.join(why)}), the total extrapolated from them per function"

@@ -167,6 +167,16 @@ class Lookups:
     sample_every: int = 0
     #: the profiler event read for each lookup (``-g``)
     event: str = ""
+    #: timed lookups whose thread waited for the CPU in them for more than
+    #: ``probe.WAITED_S`` (preempted: a busy machine), each counted at the
+    #: time the thread ran it; ``waited_s`` the time they waited, left out
+    waited: int = 0
+    waited_s: float = 0.0
+    #: timed calls that waited for the CPU, their parts left out of the medians
+    waited_calls: int = 0
+    #: seconds torch's profiler took to start and stop in the cell, bounding
+    #: the lookups (part of the cell's wall time)
+    calibration_s: float = 0.0
 
     @property
     def lower_bound(self) -> bool:

@@ -22,8 +22,8 @@ part to another.
 
 from __future__ import annotations
 
-from .calls import SAMPLE_EVERY, SAMPLE_FIRST
-from .core import Recorder
+from .calls import SAMPLE_EVERY, SAMPLE_FIRST, WAITED_S
+from .core import Recorder, clocks, following
 from .outcomes import (
     AOT_COMPILE,
     AOT_PART,
@@ -71,6 +71,7 @@ __all__ = [
     "MISS_REFUSED",
     "SAMPLE_EVERY",
     "SAMPLE_FIRST",
+    "WAITED_S",
     "WHY_AOT",
     "WHY_AOT_GUARDS",
     "WHY_COMPILE_ERROR",
@@ -90,4 +91,6 @@ __all__ = [
     "Recorder",
     "Target",
     "Window",
+    "clocks",
+    "following",
 ]

@@ -59,6 +59,15 @@ SAMPLE_EVERY = 16
 #: calls for nothing. A cell of up to about 1,300 calls of a function (16 +
 #: 80 spot checks) keeps the parts of every timed call.
 PARTS_PER_WINDOW = 96
+#: A timed span whose thread was off the CPU for longer than this (its wall
+#: time less the thread's CPU time, ``time.thread_time``) waited for the CPU:
+#: preempted on a busy machine. It counts the time the thread ran it (a lookup
+#: preempted for milliseconds would count once where every lookup is timed,
+#: and SAMPLE_EVERY times or not at all where it falls on a spot check), and a
+#: call that waited gives no parts. Without preemption the two clocks agree
+#: within about a microsecond (two readings of the thread's clock, each a
+#: system call of about 0.4 us); a context switch alone is several.
+WAITED_S = 10e-6
 
 
 def _torchs_dispatcher(fn: Any) -> bool:
@@ -109,6 +118,7 @@ class _Activation:
 
     __slots__ = (
         "before",
+        "c0",
         "calibrating",
         "callback",
         "consumed",
@@ -133,6 +143,8 @@ class _Activation:
     def __init__(self, frame_id: int, t0: float, stance: str, callback: Any, key: Any) -> None:
         self.frame_id = frame_id
         self.t0 = t0
+        #: the thread's CPU time where its timed span starts (see WAITED_S)
+        self.c0 = 0.0
         self.stance = stance
         #: what torch will run the frame with (names the backend), held weakly
         #: (see callback_ref)
@@ -201,6 +213,7 @@ def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
     every = SAMPLE_EVERY
     ef = rec._ef
     clock = rec._clock
+    cpu = rec._cpu
     compiled_call = rec._compiled_call
     lookup = rec._lookup
     # the stance object torch's dispatcher is known to return its
@@ -261,7 +274,8 @@ def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
                 else:
                     act.sampled = False
                     act.handling = sys.exc_info()[1]
-                    act.t0 = rec._clock()
+                    act.t0 = clock()
+                    act.c0 = cpu()
                 return result
             dispatched = clock()  # its reused activation is in use: a call of its own
         compiled_call(callback, result, f, dispatched)
@@ -284,7 +298,7 @@ def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
             act.counted.hits += 1  # type: ignore[union-attr]
         else:
             t = clock()  # the lookup ended (what follows is this hook's own work)
-            lookup(cache_hit, getframe(1), t)
+            lookup(cache_hit, getframe(1), t, cpu())
             starting = rec._starting
             if starting is not None:
                 # a timed call's compiled code runs from here
@@ -368,6 +382,7 @@ class CallsMixin:
             self._tail_act = act
             clock.tail(act.frame_id, self._call_done)
         act.t0 = self._clock()
+        act.c0 = self._cpu()
 
     def _mark_back(self) -> None:
         """The compiled code of the timed call returned: mark the stream."""
@@ -378,6 +393,7 @@ class CallsMixin:
     def _call_done(self, back: float, end: float, own: float) -> None:
         """A timed call ended (see probe.anatomy): its parts, as an event,
         less the clock's own work (``own``, after the compiled code returned)."""
+        ran = self._cpu()
         act, self._tail_act = self._tail_act, None
         self._enter_calls = self._calls  # the next call's start: this one's successor's
         if act is None:
@@ -401,6 +417,10 @@ class CallsMixin:
             # profiled (the profiler slows it), or it raised (a recompile
             # refused, a compile error that reached the caller, or the
             # user's own code): no part of a call that ran to its end
+            return
+        if (end - act.t0) - (ran - act.c0) > WAITED_S:
+            # it waited for the CPU (a busy machine): its parts are not the call's
+            self._waited_calls += 1
             return
         if outcome == CALL_EAGER:
             # ran without compiled code (force_eager, ..., a miss that
@@ -471,10 +491,10 @@ class CallsMixin:
             act.consumed = True
         act.handling = None
 
-    def _lookup(self, cache_hit: bool, caller: Any, t: float) -> None:
+    def _lookup(self, cache_hit: bool, caller: Any, t: float, c: float) -> None:
         """A cache lookup that is not a counted-only hit (``caller``: the
-        frame that made it), ended at ``t``: counted, attributed and, where
-        it has a start, timed."""
+        frame that made it), ended at ``t`` (``c`` on the thread's CPU clock):
+        counted, attributed and, where it has a start, timed."""
         if self._threads and self._get_ident() in self._threads:
             # while torch's profiler bounds a lookup: this lookup's event
             # (the first lookup of a profiled call makes one: see LookupBounds)
@@ -516,7 +536,7 @@ class CallsMixin:
                             self._bounds.note(key, t - act.t0, event)
                         self._events.append(Lookup(CALIBRATED, key, cache_hit, 0.0, t))
                     else:
-                        self._timed(act, sampling, key, cache_hit, t, caller, owner)
+                        self._timed(act, sampling, key, cache_hit, t, c, caller, owner)
             else:
                 # a lookup further down (a resume function after a graph
                 # break, a frame compiled on its own): timed from the call
@@ -528,7 +548,8 @@ class CallsMixin:
                 start = resume.start_of(caller) if resume.on else None
                 if start is not None:
                     # a nested lookup, from the call that made it (Python 3.12+)
-                    self._events.append(Lookup(RESUMED, key, cache_hit, t - start, t))
+                    seconds = self._ran(t - start[0], c - start[1])
+                    self._events.append(Lookup(RESUMED, key, cache_hit, seconds, t))
                 else:
                     if resume.on:
                         resume.watch(caller.f_code)  # its later calls are timed
@@ -552,16 +573,18 @@ class CallsMixin:
         key: Any,
         hit: bool,
         t: float,
+        c: float,
         caller: Any,
         owner: Any,
     ) -> None:
-        """A timed lookup of ``act``'s own function, ended at ``t`` (made
-        from the frame ``caller``, ``owner`` its compile_wrapper frame); the
-        rest of the call (its compiled code, its end) is timed from here."""
+        """A timed lookup of ``act``'s own function, ended at ``t`` (``c`` on
+        the thread's CPU clock; made from the frame ``caller``, ``owner`` its
+        compile_wrapper frame); the rest of the call (its compiled code, its
+        end) is timed from here."""
         # after the first ones: a spot check, standing for the counted-only
         timed = self._window_timed[act.key] = self._window_timed.get(act.key, 0) + 1
         kind = SPOT if sampling.key is not None else TIMED
-        self._events.append(Lookup(kind, key, hit, t - act.t0, t))
+        self._events.append(Lookup(kind, key, hit, self._ran(t - act.t0, c - act.c0), t))
         clock = self._callclock
         if clock is not None and (timed <= PARTS_PER_WINDOW or kind != SPOT):
             act.t_lookup, act.hit = t, hit
@@ -587,6 +610,16 @@ class CallsMixin:
             # an nn.Module's _call_impl: not the lookup's caller)
             act.depth = 1 + max(_hops(caller, owner), 0)
             self._counted[act.key] = sampling
+
+    def _ran(self, wall: float, ran: float) -> float:
+        """A timed span's seconds: its wall time, or where the thread waited
+        for the CPU for longer than WAITED_S in it, the time the thread ran
+        it (counted, with the time it waited, in the window's figures)."""
+        if wall - ran <= WAITED_S:
+            return wall
+        self._waited += 1
+        self._waited_s += wall - ran
+        return max(ran, 0.0)
 
     def _running_call(self, frame: Any) -> _Activation | None:
         """The innermost torch.compile call whose compile_wrapper frame is on

@@ -34,6 +34,42 @@ from .misses import MissesMixin
 from .window import EMPTY_WINDOW, MissEvent, Window, WindowMixin, _Mark
 
 
+def following(clock: Callable[[], float]) -> tuple[Callable[[], float], Callable[[], float]]:
+    """A CPU clock for a fake ``clock`` that no thread waits on: ``(read,
+    cpu)``, ``cpu`` giving the time ``read`` last gave, without a tick (the
+    recorder reads the CPU clock right after the clock: a span's CPU time is
+    then its wall time). A clock with a ``peek()`` (the time its next reading
+    gives, without a tick) is read as it is, ``peek`` its CPU clock; else
+    ``read`` wraps it."""
+    peek = getattr(clock, "peek", None)
+    if callable(peek):
+        return clock, peek
+    last = [0.0]
+
+    def read() -> float:
+        t = last[0] = clock()
+        return t
+
+    def cpu() -> float:
+        return last[0]
+
+    return read, cpu
+
+
+def clocks(
+    clock: Callable[[], float] | None, cpu: Callable[[], float] | None = None
+) -> tuple[Callable[[], float], Callable[[], float]]:
+    """The clock and the thread's CPU clock to measure on: ``time.perf_counter``
+    and ``time.thread_time`` for None, a fake ``clock`` with ``cpu`` or, for
+    None, :func:`following` it."""
+    clock = clock or time.perf_counter
+    if cpu is not None:
+        return clock, cpu
+    if clock is time.perf_counter:
+        return clock, time.thread_time
+    return following(clock)
+
+
 class Recorder(
     WindowMixin,
     InstallMixin,
@@ -97,6 +133,7 @@ class Recorder(
         "_codes",
         "_context_hook",
         "_counted",
+        "_cpu",
         "_cuda",
         "_cw_code",
         "_dup_seen",
@@ -139,6 +176,9 @@ class Recorder(
         "_tail_act",
         "_threads",
         "_user_wanted",
+        "_waited",
+        "_waited_calls",
+        "_waited_s",
         "_window_timed",
         "_wrappers",
     )
@@ -170,9 +210,13 @@ class Recorder(
         self._cw_code: Any = None
         self._ef: Any = None
         self._clock = time.perf_counter
+        #: the thread's CPU time, read beside the clock at a timed span's
+        #: ends: a span that waited for the CPU counts the time it ran
+        #: (see calls.WAITED_S)
+        self._cpu = time.thread_time
         self._get_ident = threading.get_ident
         #: Python 3.12+: the start of nested lookups (sys.monitoring)
-        self._resume = CallStarts(self._clock)
+        self._resume = CallStarts(self._clock, self._cpu)
         self._generation = 0
         self._sentinel: Any = None
         self._reset_hits = 0
@@ -223,6 +267,11 @@ class Recorder(
         self._hits = 0
         #: calls that ran cached code, tallied (see _resolve)
         self._cached = 0
+        #: timed lookups that waited for the CPU, and how long in all; timed
+        #: calls that waited (their parts left out): see calls.WAITED_S
+        self._waited = 0
+        self._waited_s = 0.0
+        self._waited_calls = 0
         self._misses = 0
         self._calls = 0
         self._records: list[Any] = []
@@ -302,6 +351,9 @@ class Recorder(
             self._bounds.overhead_s,  # overhead_s
             SOURCE_CHECK.mark(),  # precompile
             self._cached,  # cached
+            self._waited,  # waited
+            self._waited_s,  # waited_s
+            self._waited_calls,  # waited_calls
         )
         self._marks.append(mark)
         return mark
@@ -371,15 +423,22 @@ class Recorder(
             raise RuntimeError("the lookup bounds are forgotten only between windows")
         self._bounds.clear()
 
-    def use_clock(self, clock: Callable[[], float]) -> None:
+    def use_clock(self, clock: Callable[[], float], cpu: Callable[[], float] | None = None) -> None:
         """Read time from ``clock`` (seconds, monotonic) instead of
-        ``time.perf_counter``: the tests' fake clock, whose readings they
-        choose, so the estimators' arithmetic is checked with exact figures.
-        Only between windows (a window's readings come from one clock)."""
+        ``time.perf_counter``, and the thread's CPU time from ``cpu`` instead
+        of ``time.thread_time`` (None: ``time.thread_time`` beside
+        ``time.perf_counter``, else ``clock``'s last reading, so no span waits:
+        see :func:`following`): the
+        tests' fake clocks, whose readings they choose, so the estimators'
+        arithmetic is checked with exact figures. Only between windows (a
+        window's readings come from one clock)."""
         if self.open_windows:
             raise RuntimeError("the recorder's clock changes only between windows")
+        clock, cpu = clocks(clock, cpu)
         self._clock = clock
+        self._cpu = cpu
         self._resume._clock = clock
+        self._resume._cpu = cpu
         self._bounds._clock = clock
         self._hook_fns = None  # their closures hold the clock: made again
         if self._callclock is not None:

@@ -157,6 +157,12 @@ class Window:
     overhead_s: float = 0.0
     #: why nested lookups are not timed from their call (None: they are)
     resume_timing_off: str | None = None
+    #: timed lookups whose thread waited for the CPU in them (a busy
+    #: machine), counted at the time it ran them, and the seconds it waited;
+    #: timed calls that waited, their parts left out (see calls.WAITED_S)
+    waited: int = 0
+    waited_s: float = 0.0
+    waited_calls: int = 0
     #: where the graph-break figures come from ("log" or "counters")
     break_source: str = "log"
     #: every cache miss with what torch did after it
@@ -229,6 +235,11 @@ class _Mark:
     precompile: int = 0
     #: the calls resolved as cached without an event so far (Recorder._cached)
     cached: int = 0
+    #: the timed lookups that waited for the CPU so far, how long, and the
+    #: timed calls that did (Recorder._waited, _waited_s, _waited_calls)
+    waited: int = 0
+    waited_s: float = 0.0
+    waited_calls: int = 0
     #: the window was closed (Recorder.stop)
     closed: bool = False
 
@@ -339,6 +350,9 @@ class WindowMixin:
             graph_breaks=list(self._breaks[mark.breaks :]),
             overhead_s=self._bounds.overhead_s - mark.overhead_s,
             precompiled=list(precompiled),
+            waited=self._waited - mark.waited,
+            waited_s=self._waited_s - mark.waited_s,
+            waited_calls=self._waited_calls - mark.waited_calls,
         )
         if mark.counters is not None:  # no log artifact in this torch
             window.break_source = "counters"
