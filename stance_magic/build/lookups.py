@@ -124,6 +124,7 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
                 per_lookup_s=per_lookup,
                 sampled=t.sampled,
                 calibrated=t.calibrated,
+                waited=t.waited,
                 parts=_call_parts(t, share, per_lookup),
             )
         )

@@ -66,5 +66,5 @@ def _busy_note(closed: Closed) -> str | None:
     waited = f" ({fmt_s(window.waited_s)} in all)" if window.waited else ""
     return (
         f"the machine was busy: {' and '.join(spans)} waited for the CPU{waited}{ran}; "
-        "the lookups count the time they ran, and calls that waited give no parts"
+        "they are counted, not timed (the other timed spans stand for them)"
     )

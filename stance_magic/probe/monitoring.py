@@ -142,8 +142,11 @@ class CallStarts:
             self._codes.discard(code)
 
     def _on_call(self, code: Any, offset: int, callable_: Any, arg0: Any) -> None:
-        self._last_t = self._clock()
-        self._last_c = self._cpu()
+        pre = self._clock()
+        self._last_c = self._cpu()  # before the clock (see recorder.calls.WAITED_S)
+        self._last_t = t = self._clock()
+        if t - pre > 10e-6:  # preempted at the CPU clock's call: as if the span waited
+            self._last_c += t - pre
         self._last_code = code
         self._last_offset = offset
         self._last_thread = threading.get_ident()

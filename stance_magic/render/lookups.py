@@ -84,9 +84,9 @@ def lookup_method(lk: Any) -> str:
         )
     if lk.sampled:
         why = []
-        if lk.sampled > lk.calibrated and lk.sample_first:
+        if lk.sampled > lk.calibrated + lk.waited and lk.sample_first:
             why.append(f"the first {lk.sample_first} of each, then 1 in {lk.sample_every}")
-        elif lk.sampled > lk.calibrated:
+        elif lk.sampled > lk.calibrated + lk.waited:
             why.append("the first of each, then a sample")
         if lk.calibrated:
             took = (
@@ -95,6 +95,8 @@ def lookup_method(lk: Any) -> str:
                 else ""
             )
             why.append(f"{lk.calibrated} ran under torch's profiler, bounding the lookup{took}")
+        if lk.waited:
+            why.append(f"{lk.waited} waited for the CPU (a busy machine)")
         text += (
             f"; {lk.timed} of {lk.timed + lk.sampled} lookups of the called functions timed "
             f"({'; '.join(why)}), the total extrapolated from them per function"

@@ -113,6 +113,8 @@ class LookupTarget:
     sampled: int = 0
     #: of the sampled: calls torch's profiler ran over to bound the lookup
     calibrated: int = 0
+    #: of the sampled: timed lookups whose thread waited for the CPU in them
+    waited: int = 0
     #: where its calls' time goes (None: no call of it was timed)
     parts: CallParts | None = None
 

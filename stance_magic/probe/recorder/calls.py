@@ -28,6 +28,7 @@ from .events import (
     SPOT,
     TIMED,
     UNTIMED,
+    WAITED,
     DeviceSpan,
     EagerParts,
     Lookup,
@@ -61,12 +62,21 @@ SAMPLE_EVERY = 16
 PARTS_PER_WINDOW = 96
 #: A timed span whose thread was off the CPU for longer than this (its wall
 #: time less the thread's CPU time, ``time.thread_time``) waited for the CPU:
-#: preempted on a busy machine. It counts the time the thread ran it (a lookup
-#: preempted for milliseconds would count once where every lookup is timed,
-#: and SAMPLE_EVERY times or not at all where it falls on a spot check), and a
-#: call that waited gives no parts. Without preemption the two clocks agree
-#: within about a microsecond (two readings of the thread's clock, each a
-#: system call of about 0.4 us); a context switch alone is several.
+#: preempted on a busy machine. It is counted, not timed (a lookup preempted
+#: for milliseconds would count once where every lookup is timed, and
+#: SAMPLE_EVERY times or not at all where it falls on a spot check; the CPU
+#: time of a preempted span is no better: the switch and the cold caches after
+#: it put 10-100 us on a 2 us lookup here), and a call that waited gives no
+#: parts: the other timed spans stand for them. Without preemption the two
+#: clocks agree within about a microsecond; a context switch alone is several.
+#: The thread's clock is a system call (about 0.4 us), where a busy machine
+#: preempts a thread that otherwise runs in user mode (spot checks took every
+#: preemption of a sampled loop, 1 in 6 of them: 2-18 ms each): it is read
+#: before the clock at a span's start and after it at its end, so that
+#: preemption falls outside the span; and where the reading before the span
+#: took longer than this (preempted there), the span, which then runs on
+#: caches the other processes filled (20-100 us for a 3 us lookup), counts as
+#: one that waited.
 WAITED_S = 10e-6
 
 
@@ -214,6 +224,7 @@ def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
     ef = rec._ef
     clock = rec._clock
     cpu = rec._cpu
+    start_span = rec._start_span
     compiled_call = rec._compiled_call
     lookup = rec._lookup
     # the stance object torch's dispatcher is known to return its
@@ -274,8 +285,7 @@ def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
                 else:
                     act.sampled = False
                     act.handling = sys.exc_info()[1]
-                    act.t0 = clock()
-                    act.c0 = cpu()
+                    start_span(act)
                 return result
             dispatched = clock()  # its reused activation is in use: a call of its own
         compiled_call(callback, result, f, dispatched)
@@ -381,8 +391,18 @@ class CallsMixin:
             # its lookup: see probe.anatomy.LookupBounds)
             self._tail_act = act
             clock.tail(act.frame_id, self._call_done)
-        act.t0 = self._clock()
+        self._start_span(act)
+
+    def _start_span(self, act: _Activation) -> None:
+        """``act``'s timed span starts: the thread's CPU clock, then the clock
+        (a preemption at the CPU clock's system call falls before the span);
+        where that reading took longer than WAITED_S (preempted there: the
+        span runs on caches other processes filled), as if the span waited."""
+        pre = self._clock()
         act.c0 = self._cpu()
+        act.t0 = t0 = self._clock()
+        if t0 - pre > WAITED_S:
+            act.c0 += t0 - pre
 
     def _mark_back(self) -> None:
         """The compiled code of the timed call returned: mark the stream."""
@@ -548,8 +568,8 @@ class CallsMixin:
                 start = resume.start_of(caller) if resume.on else None
                 if start is not None:
                     # a nested lookup, from the call that made it (Python 3.12+)
-                    seconds = self._ran(t - start[0], c - start[1])
-                    self._events.append(Lookup(RESUMED, key, cache_hit, seconds, t))
+                    kind = RESUMED if self._ran(t - start[0], c - start[1]) else WAITED
+                    self._events.append(Lookup(kind, key, cache_hit, t - start[0], t))
                 else:
                     if resume.on:
                         resume.watch(caller.f_code)  # its later calls are timed
@@ -584,7 +604,9 @@ class CallsMixin:
         # after the first ones: a spot check, standing for the counted-only
         timed = self._window_timed[act.key] = self._window_timed.get(act.key, 0) + 1
         kind = SPOT if sampling.key is not None else TIMED
-        self._events.append(Lookup(kind, key, hit, self._ran(t - act.t0, c - act.c0), t))
+        if not self._ran(t - act.t0, c - act.c0):
+            kind = WAITED
+        self._events.append(Lookup(kind, key, hit, t - act.t0, t))
         clock = self._callclock
         if clock is not None and (timed <= PARTS_PER_WINDOW or kind != SPOT):
             act.t_lookup, act.hit = t, hit
@@ -611,15 +633,16 @@ class CallsMixin:
             act.depth = 1 + max(_hops(caller, owner), 0)
             self._counted[act.key] = sampling
 
-    def _ran(self, wall: float, ran: float) -> float:
-        """A timed span's seconds: its wall time, or where the thread waited
-        for the CPU for longer than WAITED_S in it, the time the thread ran
-        it (counted, with the time it waited, in the window's figures)."""
+    def _ran(self, wall: float, ran: float) -> bool:
+        """Whether a timed span (``wall`` seconds on the clock, ``ran`` on the
+        thread's CPU clock) ran without waiting for the CPU; one that waited
+        longer than WAITED_S is counted, with the time it waited, in the
+        window's figures."""
         if wall - ran <= WAITED_S:
-            return wall
+            return True
         self._waited += 1
         self._waited_s += wall - ran
-        return max(ran, 0.0)
+        return False
 
     def _running_call(self, frame: Any) -> _Activation | None:
         """The innermost torch.compile call whose compile_wrapper frame is on

@@ -18,6 +18,7 @@ RESUMED = "resumed"  # a nested lookup, timed from its call (Python 3.12+)
 UNTIMED = "untimed"  # a nested lookup with no start: counted
 SAMPLED = "sampled"  # a counted-only call's lookup that missed: counted
 CALIBRATED = "calibrated"  # under torch's profiler (it slows the call): counted
+WAITED = "waited"  # timed, but its thread waited for the CPU in it: counted
 #: the kinds whose seconds are a lookup's duration
 TIMED_KINDS = frozenset({TIMED, SPOT, RESUMED})
 

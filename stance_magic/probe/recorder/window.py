@@ -30,6 +30,7 @@ from .events import (
     SPOT,
     TIMED_KINDS,
     UNTIMED,
+    WAITED,
     Call,
     DeviceSpan,
     EagerParts,
@@ -60,6 +61,9 @@ class Target:
     #: of the sampled: the calls torch's profiler ran over to bound the
     #: function's lookup (see probe.anatomy.LookupBounds)
     calibrated: int = 0
+    #: of the sampled: timed lookups whose thread waited for the CPU in them
+    #: (see calls.WAITED_S)
+    waited: int = 0
     #: the profiler's lookup events of those calls past its warm-up, seconds
     #: (they stand for the calibrated calls once the function is bounded)
     profiler_events: list[float] = field(default_factory=list)
@@ -276,10 +280,13 @@ def fold(window: Window, events: list[Any]) -> tuple[dict[Any, Target], list[Any
             t = _target(targets, fn)
             if not hit:
                 t.misses += 1
-            if how == SAMPLED or how == CALIBRATED:
+            if how == SAMPLED or how == CALIBRATED or how == WAITED:
+                # counted, not timed: the timed ones stand for it
                 t.sampled += 1
                 if how == CALIBRATED:
                     t.calibrated += 1
+                elif how == WAITED:
+                    t.waited += 1
                 continue
             seconds = ev.seconds
             if how in TIMED_KINDS:
