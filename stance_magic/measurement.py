@@ -47,11 +47,6 @@ class Host(Protocol):
         """Seconds, monotonic: ``time.perf_counter`` unless a test set a fake."""
         ...
 
-    @property
-    def cpu_clock(self) -> Callable[[], float]:
-        """The thread's CPU seconds: ``time.thread_time`` unless a test set a fake."""
-        ...
-
     def opened(self, m: Measurement) -> None: ...
 
     def closed(self, m: Measurement) -> None: ...
@@ -95,9 +90,7 @@ class Measurement:
         # on CUDA, the window starts once the GPU finished what came before it
         probe.sync_if_cuda()
         self._clock = engine.clock
-        self._cpu = engine.cpu_clock
         self._t0 = self._clock()
-        self._c0 = self._cpu()
 
     def context(self) -> str:
         """How torch's own compile records name this window (their
@@ -131,7 +124,6 @@ class Measurement:
         # on CUDA, the block's kernels have run when the clock stops
         synchronized = probe.sync_if_cuda()
         wall = self._clock() - self._t0
-        cpu = self._cpu() - self._c0
         self.engine.closed(self)
         results = self._watched.stop(error)
         window = results["recorder"]
@@ -165,7 +157,6 @@ class Measurement:
             profiler.profiler if profiler is not None else None,  # profiler
             synchronized,  # synchronized
             results["cudagraphs"],  # cudagraphs
-            cpu,  # cpu_s
         )
         return self._closed
 

@@ -608,8 +608,13 @@ def test_a_span_waited_only_past_the_threshold():
     from stance_magic.probe import Recorder
 
     rec = Recorder()
+    cpu = FakeClock(start=1.0)
+    rec.use_clock(FakeClock(), cpu)
     w = probe.WAITED_S
-    assert rec._ran(5e-3, 5e-3 - w) and rec._waited == 0  # exactly at it: not waited
-    assert not rec._ran(5e-3, 2e-6) and rec._waited == 1
+    # (the thread's clock reads 1.0 at the span's end; c0 is its start)
+    assert rec._ran(5e-3, 1.0 - (5e-3 - w)) and rec._waited == 0  # exactly at it: not waited
+    assert not rec._ran(5e-3, 1.0 - 2e-6) and rec._waited == 1
     assert rec._waited_s == pytest.approx(5e-3 - 2e-6)
-    assert rec._ran(3e-6, 4e-6) and rec._waited == 1  # the thread's clock a little ahead
+    assert rec._ran(3e-6, 1.0 - 4e-6) and rec._waited == 1  # the thread's clock a little ahead
+    reads = cpu.reads
+    assert rec._ran(w, 0.0) and cpu.reads == reads  # a short span reads no CPU clock

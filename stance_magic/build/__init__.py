@@ -120,7 +120,6 @@ def _common_fields(
     fields["label"] = spec.label
     fields["source"] = spec.source
     fields["wall_s"] = closed.wall_s
-    fields["cpu_s"] = closed.cpu_s
     fields["synchronized"] = closed.synchronized
     fields["memory"] = list(figures)
     fields["memory_on"] = closed.memory_on

@@ -46,10 +46,6 @@ class Closed:
     synchronized: bool = False
     #: CUDA graphs recorded, replayed and skipped in the window
     cudagraphs: probe.CudagraphWindow | None = None
-    #: the thread's CPU time over the window (``time.thread_time``), beside
-    #: its wall time: far below it, the thread waited (a busy machine, or
-    #: the block slept or waited for I/O or the GPU)
-    cpu_s: float | None = None
 
     @property
     def compile_s(self) -> float:

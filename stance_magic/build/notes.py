@@ -60,11 +60,8 @@ def _busy_note(closed: Closed) -> str | None:
         spans.append(plural(window.waited, "timed lookup"))
     if window.waited_calls:
         spans.append(plural(window.waited_calls, "timed call"))
-    ran = ""
-    if closed.cpu_s is not None and closed.wall_s > 0:
-        ran = f"; this thread ran {min(closed.cpu_s / closed.wall_s, 1.0):.0%} of the cell's time"
     waited = f" ({fmt_s(window.waited_s)} in all)" if window.waited else ""
     return (
-        f"the machine was busy: {' and '.join(spans)} waited for the CPU{waited}{ran}; "
+        f"the machine was busy: {' and '.join(spans)} waited for the CPU{waited}; "
         "they are counted, not timed (the other timed spans stand for them)"
     )

@@ -52,10 +52,6 @@ class CellReport:
     label: str | None = None
     source: str = ""
     wall_s: float = 0.0
-    #: the measuring thread's CPU time over the block (None: not read):
-    #: far below ``wall_s``, the thread waited (a busy machine, or the block
-    #: slept or waited for I/O or the GPU)
-    cpu_s: float | None = None
     #: the CUDA device was synchronized at the start and the end of the
     #: block, so ``wall_s`` includes its kernels (False: no CUDA in use)
     synchronized: bool = False
@@ -330,7 +326,6 @@ class CellReport:
                 "cache_verdict": cc.verdict,
                 **_parts_row(self.call_parts),
                 "lookups_calibrated": lk.calibrated,
-                "cpu_s": self.cpu_s,
                 "lookups_waited": lk.waited,
                 **_cuda_row(self),
             }

@@ -223,7 +223,6 @@ def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
     every = SAMPLE_EVERY
     ef = rec._ef
     clock = rec._clock
-    cpu = rec._cpu
     start_span = rec._start_span
     compiled_call = rec._compiled_call
     lookup = rec._lookup
@@ -308,7 +307,7 @@ def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
             act.counted.hits += 1  # type: ignore[union-attr]
         else:
             t = clock()  # the lookup ended (what follows is this hook's own work)
-            lookup(cache_hit, getframe(1), t, cpu())
+            lookup(cache_hit, getframe(1), t)
             starting = rec._starting
             if starting is not None:
                 # a timed call's compiled code runs from here
@@ -511,10 +510,10 @@ class CallsMixin:
             act.consumed = True
         act.handling = None
 
-    def _lookup(self, cache_hit: bool, caller: Any, t: float, c: float) -> None:
+    def _lookup(self, cache_hit: bool, caller: Any, t: float) -> None:
         """A cache lookup that is not a counted-only hit (``caller``: the
-        frame that made it), ended at ``t`` (``c`` on the thread's CPU clock):
-        counted, attributed and, where it has a start, timed."""
+        frame that made it), ended at ``t``: counted, attributed and, where
+        it has a start, timed."""
         if self._threads and self._get_ident() in self._threads:
             # while torch's profiler bounds a lookup: this lookup's event
             # (the first lookup of a profiled call makes one: see LookupBounds)
@@ -556,7 +555,7 @@ class CallsMixin:
                             self._bounds.note(key, t - act.t0, event)
                         self._events.append(Lookup(CALIBRATED, key, cache_hit, 0.0, t))
                     else:
-                        self._timed(act, sampling, key, cache_hit, t, c, caller, owner)
+                        self._timed(act, sampling, key, cache_hit, t, caller, owner)
             else:
                 # a lookup further down (a resume function after a graph
                 # break, a frame compiled on its own): timed from the call
@@ -568,7 +567,7 @@ class CallsMixin:
                 start = resume.start_of(caller) if resume.on else None
                 if start is not None:
                     # a nested lookup, from the call that made it (Python 3.12+)
-                    kind = RESUMED if self._ran(t - start[0], c - start[1]) else WAITED
+                    kind = RESUMED if self._ran(t - start[0], start[1]) else WAITED
                     self._events.append(Lookup(kind, key, cache_hit, t - start[0], t))
                 else:
                     if resume.on:
@@ -593,18 +592,16 @@ class CallsMixin:
         key: Any,
         hit: bool,
         t: float,
-        c: float,
         caller: Any,
         owner: Any,
     ) -> None:
-        """A timed lookup of ``act``'s own function, ended at ``t`` (``c`` on
-        the thread's CPU clock; made from the frame ``caller``, ``owner`` its
-        compile_wrapper frame); the rest of the call (its compiled code, its
-        end) is timed from here."""
+        """A timed lookup of ``act``'s own function, ended at ``t`` (made
+        from the frame ``caller``, ``owner`` its compile_wrapper frame); the
+        rest of the call (its compiled code, its end) is timed from here."""
         # after the first ones: a spot check, standing for the counted-only
         timed = self._window_timed[act.key] = self._window_timed.get(act.key, 0) + 1
         kind = SPOT if sampling.key is not None else TIMED
-        if not self._ran(t - act.t0, c - act.c0):
+        if not self._ran(t - act.t0, act.c0):
             kind = WAITED
         self._events.append(Lookup(kind, key, hit, t - act.t0, t))
         clock = self._callclock
@@ -633,11 +630,16 @@ class CallsMixin:
             act.depth = 1 + max(_hops(caller, owner), 0)
             self._counted[act.key] = sampling
 
-    def _ran(self, wall: float, ran: float) -> bool:
-        """Whether a timed span (``wall`` seconds on the clock, ``ran`` on the
-        thread's CPU clock) ran without waiting for the CPU; one that waited
-        longer than WAITED_S is counted, with the time it waited, in the
-        window's figures."""
+    def _ran(self, wall: float, c0: float) -> bool:
+        """Whether a timed span, ending now after ``wall`` seconds on the
+        clock (``c0``: the thread's CPU clock at its start), ran without
+        waiting for the CPU; one that waited longer than WAITED_S is counted,
+        with the time it waited, in the window's figures. A span no longer
+        than WAITED_S cannot have (its end reads no CPU clock: a system call
+        a spot check would pay for nothing)."""
+        if wall <= WAITED_S:
+            return True
+        ran = self._cpu() - c0  # (a little past the span's end: its wait, if any, is less)
         if wall - ran <= WAITED_S:
             return True
         self._waited += 1
