@@ -7,6 +7,7 @@ import contextlib
 import gc
 import inspect
 import logging
+import os
 import shutil
 import types
 from typing import Any
@@ -32,6 +33,34 @@ def cuda_test(fn: Any) -> Any:
     runs them, ``pytest -m cuda``) and skipped, with that reason, without one."""
     skip = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
     return pytest.mark.cuda(skip(fn))
+
+
+#: ``STANCE_MAGIC_INJECT=lookup2x``: every cache-lookup figure a report is
+#: built with comes out twice what it is (the total, each function's, the
+#: median, a call's lookup part): a real 2x error, for the timing lane's
+#: self-test (tests/test_timing_lane.py), which checks that the lane fails
+#: on it. Unset, nothing is changed.
+INJECT = os.environ.get("STANCE_MAGIC_INJECT", "")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _injected_error():
+    if INJECT != "lookup2x":
+        if INJECT:
+            raise pytest.UsageError(f"STANCE_MAGIC_INJECT={INJECT!r}: only 'lookup2x' is known")
+        yield
+        return
+    from stance_magic.build import lookups
+
+    estimate = lookups._lookup_estimate
+
+    def doubled(t, share):
+        seconds, weighted = estimate(t, share)
+        return 2 * seconds, [(2 * x, w) for x, w in weighted]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lookups, "_lookup_estimate", doubled)
+        yield
 
 
 @pytest.fixture(autouse=True)

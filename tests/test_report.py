@@ -239,13 +239,14 @@ def test_guard_cost_timed_in_situ_against_direct_check_and_profiler(sh):
         one_round,
         {
             "ours / bare check": (0.8, None),
-            "ours / profiler": (1 / 1.5, None),
+            "ours / profiler": (1 / 1.5, 1.5),
             "ours / (1.5 profiler + 25 us)": (None, 1),
             "total / (49 x per lookup)": (0.5, None),
         },
-        why="a lookup is the bare check plus the frame's locals, close to the "
-        "profiler's whole lookup plus a few us of call set-up; the total of 49 "
-        "lookups is not far below 49 times their median",
+        why="a lookup is the bare check plus the frame's locals, bounded by the "
+        "profiler's whole lookup (within 1.5x of its event, as on real models) and "
+        "close to it plus a few us of call set-up; the total of 49 lookups is not "
+        "far below 49 times their median",
     )
 
 

@@ -1,5 +1,5 @@
 """The timing lane's rule: agreement with a real clock, decided on the median
-of interleaved rounds.
+of interleaved rounds, on as many rounds as their spread needs.
 
 What only a real clock can show (a figure of ours against torch's profiler
 events, an outside clock around a bare loop, torch's own timings) is tested
@@ -9,20 +9,27 @@ giving named ratios, and :func:`agree` decides on each ratio's median:
 
 - ``rounds`` rounds are measured first (each round interleaves what it
   compares, so a drift of the machine hits both sides alike);
-- where the rounds disagree among themselves (a ratio's largest round is more
-  than ``spread`` times its smallest: the machine was busy for some of them)
-  or a median is outside its bound, more rounds are measured, up to
-  ``max_rounds`` and while ``budget_s`` lasts, and the decision is the median
-  of all of them; a :class:`MoreRounds` warning says that it took more;
+- after each round, each ratio's median gets a distribution-free interval
+  (the order statistics that hold the median at ``confidence``: with few
+  rounds, the smallest and the largest); the rounds stop as soon as every
+  interval lies within its bound (the figure holds) or one lies wholly
+  outside it (it does not: a real error moves every round), else more rounds
+  are measured, up to ``max_rounds`` and while ``budget_s`` lasts: a busy
+  machine spreads the rounds, and more of them narrow the interval around
+  the median. The decision is each median against its bound; a
+  :class:`MoreRounds` warning says that it took more;
 - a failure names the figure, its bound, why the bound is what it is, and
   every round's figures.
 
 A burst of load moves a round, not the median of several; a figure that is
-really off moves every round, and fails however many are measured.
+really off moves every round, and fails however many are measured
+(``tests/test_timing_lane.py`` injects a 2x error into the lookup figures and
+checks that the lane fails on it).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 import warnings
@@ -74,15 +81,31 @@ def _medians(rounds: list[dict[str, float]]) -> dict[str, float]:
     return {n: statistics.median(r[n] for r in rounds) for n in rounds[0]}
 
 
-def _disagree(rounds: list[dict[str, float]], spread: float) -> list[str]:
-    """The ratios whose rounds are more than ``spread`` apart."""
-    out = []
-    for n in rounds[0]:
-        values = [abs(r[n]) for r in rounds]
-        lo, hi = min(values), max(values)
-        if hi > spread * lo:
-            out.append(n)
-    return out
+def median_interval(values: list[float], confidence: float) -> tuple[float, float]:
+    """The order statistics ``(x_k, x_{n+1-k})`` that hold the median of the
+    values' distribution with at least ``confidence`` (the sign test: ``k``
+    the largest with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2); with
+    too few values for that, the smallest and the largest."""
+    xs = sorted(values)
+    n = len(xs)
+    tail = (1 - confidence) / 2
+    k, below = 0, 0.0  # below: P(Binomial(n, 1/2) < k + 1)
+    while k < n // 2:
+        below += math.comb(n, k) / 2**n
+        if below > tail:
+            break
+        k += 1
+    k = max(k, 1)
+    return xs[k - 1], xs[n - k]
+
+
+def _inside(interval: tuple[float, float], bound: Bound) -> bool:
+    return _within(interval[0], bound) and _within(interval[1], bound)
+
+
+def _outside(interval: tuple[float, float], bound: Bound) -> bool:
+    lo, hi = bound
+    return (lo is not None and interval[1] < lo) or (hi is not None and interval[0] > hi)
 
 
 def agree(
@@ -91,9 +114,9 @@ def agree(
     *,
     why: str,
     rounds: int = 3,
-    max_rounds: int = 9,
-    budget_s: float = 120.0,
-    spread: float = 1.5,
+    max_rounds: int = 15,
+    budget_s: float = 150.0,
+    confidence: float = 0.9,
     clock: Callable[[], float] = time.monotonic,
     across: Mapping[str, Callable[[list[dict[str, float]]], float]] | None = None,
 ) -> Agreement:
@@ -102,16 +125,14 @@ def agree(
     Passes when each ratio named in ``bounds`` has its median within its
     bound; raises AssertionError naming the ratio, its bound, ``why`` (the
     reason for the bound) and every round otherwise. ``rounds`` rounds are
-    measured first; where they disagree among themselves by more than
-    ``spread`` (largest over smallest) or a median is out of its bound, more
-    rounds follow, up to ``max_rounds`` and while ``budget_s`` seconds (on
-    ``clock``) last, and a :class:`MoreRounds` warning says so.
+    measured first; while a ratio's median interval (:func:`median_interval`
+    at ``confidence``) straddles its bound, more rounds follow, up to
+    ``max_rounds`` and while ``budget_s`` seconds (on ``clock``) last, and a
+    :class:`MoreRounds` warning says so.
 
     ``across``: figures made from all the rounds at once rather than the
     median of each round's (a name in ``bounds`` -> a function of the list of
-    rounds), such as the ratio of two least-disturbed totals (a total is a
-    sum, so one preemption moves it by milliseconds: of several rounds, the
-    smallest is the figure, as ``timeit`` takes the fastest run).
+    rounds); they take more rounds while they are out of their bound.
     """
     if rounds < 1 or max_rounds < rounds:
         raise ValueError(f"rounds={rounds}, max_rounds={max_rounds}")
@@ -131,22 +152,37 @@ def agree(
             raise KeyError(f"a round gave no {missing}: {sorted(r)}")
         got.rounds.append(r)
 
+    def undecided() -> list[str]:
+        """Why more rounds are needed ([] : every figure decided)."""
+        values = figures()
+        reasons = []
+        for n, b in bounds.items():
+            if n in derived:
+                if not _within(values[n], b):
+                    reasons.append(f"{n}: {values[n]:.3g}, bound {_show(b)}")
+                continue
+            interval = median_interval([r[n] for r in got.rounds], confidence)
+            if _outside(interval, b):
+                return []  # wholly out of its bound: decided, it fails
+            if not _inside(interval, b):
+                reasons.append(
+                    f"{n}: median {values[n]:.3g} in [{interval[0]:.3g}, {interval[1]:.3g}], "
+                    f"bound {_show(b)}"
+                )
+        return reasons
+
     for _ in range(rounds):
         take()
-    reasons: list[str] = []
-    while True:
-        medians = figures()
-        outside = [n for n, b in bounds.items() if not _within(medians[n], b)]
-        noisy = _disagree(got.rounds, spread)
-        if not (outside or noisy) or len(got.rounds) >= max_rounds or clock() - t0 >= budget_s:
-            break
+    first_reasons: list[str] = []
+    while len(got.rounds) < max_rounds and clock() - t0 < budget_s:
+        reasons = undecided()
         if not reasons:
-            reasons = [f"{n}: median {medians[n]:.3g}, bound {_show(bounds[n])}" for n in outside]
-            reasons += [f"{n}: rounds more than {spread:g}x apart" for n in noisy]
+            break
+        first_reasons = first_reasons or reasons
         take()
     got.medians = figures()
     if len(got.rounds) > rounds:
-        got.more = "; ".join(reasons)
+        got.more = "; ".join(first_reasons)
         warnings.warn(
             MoreRounds(
                 f"{len(got.rounds)} rounds measured, not {rounds} ({got.more}):\n{got.table()}"
