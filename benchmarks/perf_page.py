@@ -221,7 +221,7 @@ HOOK_ROWS = {
     "pass-through": "pass-through (torch's dispatcher called, the guard hook's argument returned)",
     "counting": "counting (a dict lookup per call, a hit added per lookup; no checks)",
     "counting + checks": "counting + the checks exact counts need (frame, thread, stance)",
-    "stance_magic": "stance_magic (a window open, past the first 64 lookups)",
+    "stance_magic": "stance_magic (a window open, past the first lookups of a cell)",
 }
 
 
