@@ -45,13 +45,16 @@ def cell_number_of_file(path: str) -> int | None:
     a relative ``path`` matches the end of a cell's file name."""
     if not path:
         return None
-    names = cell_numbers()
-    if not names:
+    shell = _shell()
+    raw = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    if not raw:
         return None
-    if path in names:
-        return names[path]
+    n = raw.get(path)  # (IPython's map grows by a cell a cell: no copy of it here)
+    if isinstance(n, int) and n > 0:
+        return n
     if path.startswith(("/", "<")):
         return None
+    names = cell_numbers(shell)
     return next((n for name, n in names.items() if name.endswith(path)), None)
 
 
