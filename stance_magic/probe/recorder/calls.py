@@ -106,7 +106,7 @@ class _Sampling:
     """Per torch.compile'd function: its timed lookups, then the activation
     reused (no allocation) by its calls that are only counted."""
 
-    __slots__ = ("act", "calls", "depth", "hits", "key", "ref", "timed")
+    __slots__ = ("act", "calls", "hits", "key", "ref", "timed")
 
     def __init__(self) -> None:
         self.timed = 0
@@ -600,12 +600,11 @@ class CallsMixin:
         rest of the call (its compiled code, its end) is timed from here."""
         # after the first ones: a spot check, standing for the counted-only
         timed = self._window_timed[act.key] = self._window_timed.get(act.key, 0) + 1
-        kind = SPOT if sampling.key is not None else TIMED
-        if not self._ran(t - act.t0, act.c0):
-            kind = WAITED
+        spot = sampling.key is not None
+        kind = WAITED if not self._ran(t - act.t0, act.c0) else SPOT if spot else TIMED
         self._events.append(Lookup(kind, key, hit, t - act.t0, t))
         clock = self._callclock
-        if clock is not None and (timed <= PARTS_PER_WINDOW or kind != SPOT):
+        if clock is not None and (timed <= PARTS_PER_WINDOW or not spot):
             act.t_lookup, act.hit = t, hit
             self._tail_act = act
             # where CUDA is in use, the GPU's stream is marked where the
