@@ -370,6 +370,12 @@ def test_torch_s_profiler_bounds_a_functions_lookup_in_its_first_three_cells(sh)
     rep = last(sh)
     lk = rep.lookups
     assert rep.cache_hits == 100 == lk.timed + lk.sampled and lk.calibrated == 0
+    # bounded for the session: the first SAMPLE_FIRST // STEADY_FIRST of a
+    # cell timed, then 1 in SAMPLE_EVERY (the calibrating cells timed 16 first)
+    from stance_magic.probe.recorder.calls import STEADY_FIRST
+
+    first = probe.SAMPLE_FIRST // STEADY_FIRST
+    assert lk.timed + lk.waited == first + (100 - first) // probe.SAMPLE_EVERY
     # (a call that waited for the CPU on a busy machine gives no parts, and
     # its lookup, where that waited too, is counted, not timed)
     assert lk.bounded and rep.call_parts.lookup_bounded

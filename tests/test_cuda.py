@@ -176,9 +176,12 @@ def test_with_cuda_each_timed_call_is_marked_on_the_stream(sh, syncs, monkeypatc
     rep = last(sh)
     (t,) = rep.lookups.targets
     p = t.parts
-    # the first SAMPLE_FIRST calls and 1 in SAMPLE_EVERY after them are timed:
-    # every one marked (but a call that waited for the CPU: no parts)
-    first = probe.SAMPLE_FIRST
+    # past the calibrations, the first SAMPLE_FIRST // STEADY_FIRST calls and 1
+    # in SAMPLE_EVERY after them are timed: every one marked (but a call that
+    # waited for the CPU: no parts)
+    from stance_magic.probe.recorder.calls import STEADY_FIRST
+
+    first = probe.SAMPLE_FIRST // STEADY_FIRST
     timed = first + (300 - first) // probe.SAMPLE_EVERY
     assert p.device_calls == p.calls == timed - rep.lookups.waited_calls
     events = FakeEvent.made[-2 * p.device_calls :]

@@ -21,7 +21,22 @@ def _cudagraphs(
     closed: Closed, frames: list[FrameCompile], recompiles: list[Recompile]
 ) -> CudaGraphs:
     """The cell's CUDA graphs: what the probe saw torch record, replay and
-    skip, and the skips torch wrote only into its compile records."""
+    skip, and the skips torch wrote only into its compile records; the
+    report of nothing's where the window saw none (the common steady cell:
+    ``tests/test_cuda.py`` checks it is what the whole of :func:`_seen`
+    makes of such a window)."""
+    cg = closed.cudagraphs
+    if (
+        (cg is None or cg.empty)
+        and closed.error is None
+        and not any(rec.cudagraph_skip_reason for rec in closed.window.compiles)
+    ):
+        return _NO_CUDAGRAPHS
+    return _seen(closed, frames, recompiles)
+
+
+def _seen(closed: Closed, frames: list[FrameCompile], recompiles: list[Recompile]) -> CudaGraphs:
+    """:func:`_cudagraphs` of a window that saw some."""
     cg = closed.cudagraphs
     skips = list(cg.skips) if cg is not None else []
     unexplained = cg.unexplained_skips if cg is not None else 0

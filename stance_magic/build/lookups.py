@@ -226,6 +226,12 @@ def _cell_parts(targets: Sequence[LookupTarget]) -> CallParts | None:
     eager = [(t.parts, t.parts.eager_calls) for t in targets if t.parts and t.parts.eager_calls]
     if not compiled and not eager:
         return None
+    if len(targets) == 1 and compiled and compiled[0][1]:
+        # one function (the common cell): its parts are the cell's, where its
+        # eager part is its calls' too (the mean of one, weighed by its calls)
+        p = compiled[0][0]
+        if p.eager_s is None or p.eager_calls:
+            return p
 
     def mean(pairs: list[tuple[CallParts, int]], get: Any) -> float | None:
         known = [(get(p), w) for p, w in pairs if get(p) is not None and w]

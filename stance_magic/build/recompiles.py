@@ -69,7 +69,6 @@ def _recompile_limits(window: probe.Window) -> list[RecompileLimit]:
     (a record) and every call that then ran eagerly (a miss torch did not
     compile because of it), grouped by frame."""
     out: dict[tuple[Any, ...], RecompileLimit] = {}
-    automatic = probe.dynamo_config_flag("automatic_dynamic_shapes")
 
     def entry(hit: probe.LimitHit) -> RecompileLimit:
         name, filename, line = hit.frame
@@ -81,7 +80,8 @@ def _recompile_limits(window: probe.Window) -> list[RecompileLimit]:
                 hit.config,
                 hit.limit,
                 None,
-                automatic_dynamic=automatic,
+                # (torch's config read where a frame is at its limit, not every cell)
+                automatic_dynamic=probe.dynamo_config_flag("automatic_dynamic_shapes"),
                 per_call=hit.per_call,
             )
         return lim

@@ -412,6 +412,12 @@ class LookupBounds:
             return False
         return self._rounds[fn] < CALIBRATIONS and self._cells[fn] != self._cell
 
+    def settled(self, fn: Any) -> bool:
+        """Whether ``fn``'s lookup is bounded for the session: its
+        CALIBRATIONS calibrations done (not one given up on, nor one in this
+        cell: a function still calibrating keeps its first cells' sampling)."""
+        return fn in self._rounds and self._rounds[fn] >= CALIBRATIONS
+
     def start(self, fn: Any) -> bool:
         """Turn the profiler on for a call of ``fn``; False when it could
         not start (another profiler running)."""
