@@ -1038,3 +1038,24 @@ def test_a_window_inside_another_sees_only_its_own_cuda_graph_skips():
     assert seen_inner.unexplained_skips == seen_outer.unexplained_skips == 0
     assert not watch.installed
     assert watch.stop(watch.start()) is None
+
+
+def test_a_window_without_cuda_graphs_gets_what_the_whole_builder_makes(sh, monkeypatch):
+    """The builder's short way for a window that saw no CUDA graph (the
+    steady cell) gives what the whole of it makes of the same window."""
+    from stance_magic import build, measurement
+    from stance_magic.build import cudagraphs as cg
+
+    seen = []
+    whole = build.build_report
+
+    def keep(closed, **kw):
+        seen.append(closed)
+        return whole(closed, **kw)
+
+    monkeypatch.setattr(measurement.build, "build_report", keep)
+    sh.run_cell("f = torch.compile(lambda x: x * 2, backend='eager')\nf(torch.ones(2))")
+    run(sh, "%%stance default -q\nfor _ in range(5):\n    f(torch.ones(2))")
+    (closed,) = seen
+    assert cg._cudagraphs(closed, [], []) is cg._NO_CUDAGRAPHS
+    assert cg._seen(closed, [], []) == cg._NO_CUDAGRAPHS
