@@ -99,7 +99,7 @@ test-matrix:
 # perf-page reruns the quick ones (a few minutes); perf-page-all the warm start's kernels
 # too (tens of minutes); perf-page-render only renders from the committed JSON.
 PERF_BENCHES ?= hooks overhead guards memory panel ranks nested
-PERF_SLOW := warm_start
+PERF_SLOW := warm_start models
 
 perf-page: setup
 	@for b in $(PERF_BENCHES); do \

@@ -157,6 +157,22 @@ def test_anatomy_benchmark_quick_run(tmp_path):
 
 
 @pytest.mark.integration
+def test_model_benchmark_quick_run(tmp_path):
+    """bench_models.py: GPT-2 under aot_eager, one fresh process per way of
+    measuring, each a row with its first three cells and a steady state."""
+    text, res = _quick("bench_models.py", tmp_path, timeout=600)
+    assert "first <= 1.25" in text and "steady <= 1.05" in text and "loading the extension" in text
+    rows = res["summary"]["rows"]
+    assert {r["mode"] for r in rows} == {"q", "report", "measure"}
+    for r in rows:
+        assert r["model"] == "gpt2" and r["backend"] == "aot_eager"
+        assert len(r["first"]) == 3 and all(x > 0 for x in r["first"]) and r["steady"] > 0
+        assert 0 < r["wall_vs_outside"] <= 1 and r["plain_cell_s"] > 0
+    for run in res["runs"]:
+        assert len(run["cells"]) == 4 and len(run["plain"]) == 5
+
+
+@pytest.mark.integration
 def test_memory_benchmark_quick_run(tmp_path):
     text, res = _quick("bench_memory.py", tmp_path)
     assert "with -m (cell)" in text and "aot_eager_then_compile vs eager_then_compile" in text
