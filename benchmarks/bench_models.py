@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from jsonenv import command, environment
 
@@ -72,49 +73,18 @@ TARGETED = ("q", "measure")
 MODELS = ("gpt2", "bert")
 BACKENDS = ("aot_eager", "inductor")
 MODES = ("q", "report", "measure")
-MODE_TEXT = {
-    "q": "`%%stance -q`",
-    "report": "`%%stance` (report and chart)",
-    "measure": "`with stance_magic.measure():`",
-}
-MODEL_TEXT = {
-    "gpt2": "GPT-2 (`GPT2LMHeadModel`, 2 layers, 64 wide, 8 tokens)",
-    "bert": "BERT (`BertModel`, 2 layers, 64 wide, 16 tokens)",
-}
-
 LOOP = "with torch.no_grad():\n    for _ in range({calls}):\n        cm(x)"
 
 
 def build_model(name: str) -> tuple[Any, Any]:
-    """(model, input ids): small configs, random weights, seeded."""
+    """(model, input ids): ``tests/models.py``'s small configs, random weights, seeded."""
+    import models
     import torch
 
-    torch.manual_seed(0)
     if name == "gpt2":
-        from transformers import GPT2Config, GPT2LMHeadModel
-
-        cfg = GPT2Config(
-            n_layer=2,
-            n_head=2,
-            n_embd=64,
-            vocab_size=256,
-            n_positions=64,
-            bos_token_id=0,
-            eos_token_id=0,
-        )
-        return GPT2LMHeadModel(cfg).eval(), torch.randint(0, 256, (1, 8))
+        return models.gpt2(), torch.randint(0, 256, (1, 8))
     if name == "bert":
-        from transformers import BertConfig, BertModel
-
-        cfg = BertConfig(
-            num_hidden_layers=2,
-            hidden_size=64,
-            num_attention_heads=2,
-            intermediate_size=128,
-            vocab_size=256,
-            max_position_embeddings=64,
-        )
-        return BertModel(cfg).eval(), torch.randint(0, 256, (1, 16))
+        return models.bert(), torch.randint(0, 256, (1, 16))
     raise ValueError(f"unknown model {name!r}: {', '.join(MODELS)}")
 
 

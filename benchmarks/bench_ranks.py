@@ -175,10 +175,15 @@ def worker(out: Path, rounds: int, cells: int) -> None:
         dist.all_gather(sizes, one)
         ag.append(time.perf_counter() - t0)
     res["all_gather_1"] = ag
-    for label, nbytes in (
+    for label, own in (
         ("gather_summary_bytes", summary_bytes),
         ("gather_full_bytes", full_bytes),
     ):
+        # one size on every rank (a gather of unequal buffers aborts gloo):
+        # the ranks' reports differ by a byte now and then (their timings)
+        size = torch.tensor([own], dtype=torch.long)
+        dist.all_reduce(size, op=dist.ReduceOp.MAX)
+        nbytes = int(size.item())
         buf = torch.zeros(nbytes, dtype=torch.uint8)
         bufs = [torch.empty(nbytes, dtype=torch.uint8) for _ in range(2)] if rank == 0 else None
         ts = []

@@ -112,6 +112,22 @@ def gpt2(layers: int = 2, dim: int = 64, vocab: int = 256, seed: int = 0) -> nn.
     return GPT2LMHeadModel(cfg).eval()
 
 
+def bert(layers: int = 2, dim: int = 64, vocab: int = 256, seed: int = 0) -> nn.Module:
+    """A small BERT encoder from a config (random weights, no download)."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(seed)
+    cfg = BertConfig(
+        num_hidden_layers=layers,
+        hidden_size=dim,
+        num_attention_heads=2,
+        intermediate_size=2 * dim,
+        vocab_size=vocab,
+        max_position_embeddings=64,
+    )
+    return BertModel(cfg).eval()
+
+
 def generate(model: nn.Module, ids: torch.Tensor, steps: int, cache: bool = False) -> torch.Tensor:
     """Greedy decoding, one model call per new token (``steps`` calls).
 
