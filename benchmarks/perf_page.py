@@ -612,10 +612,11 @@ MODEL_TEXT = {
     "gpt2": "GPT-2 (`GPT2LMHeadModel`, 2 layers, 64 wide, 8 tokens)",
     "bert": "BERT (`BertModel`, 2 layers, 64 wide, 16 tokens)",
 }
+MODEL_SHORT = {"gpt2": "GPT-2", "bert": "BERT"}
 WAY_TEXT = {
     "q": "`%%stance -q`",
-    "report": "`%%stance` (its report shown)",
-    "measure": "`with stance_magic.measure():`",
+    "report": "`%%stance`",
+    "measure": "`measure()`",
 }
 
 
@@ -624,62 +625,56 @@ def models(m: Json) -> list[str]:
     rows = []
     for r in m["summary"]["rows"]:
         targeted = r["mode"] in t["targeted"]
-        steady = r["steady"]
-        verdicts = ""
-        if targeted:
-            verdicts = (
-                f"first ≤ {t['first']}: {verdict(r['first_ok'])}; "
-                f"steady ≤ {t['steady']}: {verdict(r['steady_ok'])}"
-            )
+        first, steady = r["first"], r["steady"]
         wall = r["wall_vs_outside"]
+        cells = " / ".join(f"{x:.3f}" for x in first)
         rows.append(
             [
-                MODEL_TEXT.get(r["model"], r["model"]),
+                MODEL_SHORT.get(r["model"], r["model"]),
                 f"`{r['backend']}`",
                 WAY_TEXT.get(r["mode"], r["mode"]),
                 fmt_s(r["plain_cell_s"]),
-                *(
-                    f"**{fmt_x(x, 3)}**" if i == 0 and targeted else fmt_x(x, 3)
-                    for i, x in enumerate(r["first"])
-                ),
+                f"**{cells}**" if targeted else cells,
                 f"**{fmt_x(steady, 3)}**" if targeted else fmt_x(steady, 3),
                 "n/a" if wall is None else f"{wall:.3f}",
-                verdicts,
+                f"{verdict(r['first_ok'])} / {verdict(r['steady_ok'])}" if targeted else "",
             ]
         )
     loads = [r["load_s"] for r in m["summary"]["rows"]]
-    first = [r["process_first_s"] for r in m["summary"]["rows"]]
+    first_cells = [r["process_first_s"] for r in m["summary"]["rows"]]
+    names = " and ".join(
+        MODEL_TEXT.get(k, k) for k in dict.fromkeys(r["model"] for r in m["summary"]["rows"])
+    )
     return [
-        f"{m['calls']} steady-state calls a cell (cache hits, `no_grad`); each figure a measured "
-        "cell's time over the plain cells beside it, by an outside clock (IPython's "
-        f"`run_cell`), median of {m['processes']} fresh processes a row:",
+        f"{names}; {m['calls']} steady-state calls a cell (cache hits, `no_grad`). Each "
+        "figure is a measured cell's time over the plain cells beside it, by an outside clock "
+        f"(IPython's `run_cell`), the median of {m['processes']} fresh processes; the targets "
+        f"(for `%%stance -q` and `measure()`): the model's first measured cell ≤ {t['first']}×, "
+        f"the steady state ≤ {t['steady']}×:",
         "",
         *table(
             [
                 "model",
                 "backend",
-                "measured with",
+                "with",
                 "plain cell",
-                "1st measured cell",
-                "2nd",
-                "3rd",
-                "steady state",
-                "report's wall / outside",
+                "first 3 measured cells",
+                "steady",
+                "wall / outside",
                 "targets",
             ],
             rows,
         ),
         "",
         "The first three measured cells of a function calibrate its lookup with torch's "
-        "profiler (about a millisecond each, in the report's wall time); `report's wall / "
-        "outside` is what the report's wall time holds of the cell a user waited for (the "
-        "rest is IPython's and the front end's own work around the block, and building the "
-        "report). What a process pays once is apart: loading the extension (`%load_ext "
-        f"stance_magic`: the engine's imports) took {fmt_s(statistics.median(loads))} "
-        "(`measure()` without it pays the same at its first block), and the process's first "
-        "measured cell, a tiny function's run before the model's (the magic's and the "
-        f"report's first use), {fmt_s(statistics.median(first))} more than the same cell "
-        "plain.",
+        "profiler (about a millisecond each, in the report's wall time); `wall / outside` is "
+        "what the report's wall time holds of the cell a user waited for (the rest is "
+        "IPython's and the front end's own work around the block, and building the report). "
+        "What a process pays once is apart: loading the extension (`%load_ext stance_magic`: "
+        f"the engine's imports) took {fmt_s(statistics.median(loads))} (`measure()` without "
+        "it pays the same at its first block), and the process's first measured cell, a tiny "
+        "function's run before the model's (the magic's and the report's first use), "
+        f"{fmt_s(statistics.median(first_cells))} more than the same cell plain.",
     ]
 
 
