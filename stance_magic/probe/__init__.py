@@ -168,7 +168,7 @@ from .version import (
     torch_str,
     torch_version,
 )
-from .watch import Watch, Watched
+from .watch import Watch, Watched, held, hold
 from .watch import uninstall_all as uninstall_watches
 
 __all__ = [
@@ -262,6 +262,8 @@ __all__ = [
     "guard_name",
     "guard_tensor",
     "guard_value",
+    "held",
+    "hold",
     "identity_guard",
     "is_backward_compile",
     "is_frame_compile",

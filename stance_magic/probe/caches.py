@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .version import TorchSupportError, require_torch, torch_version
-from .watch import default_note, process_watch
+from .watch import default_note, faithful, held, process_watch
 
 #: torch release that added torch.compiler.save_cache_artifacts / load_cache_artifacts
 MEGA_CACHE_SINCE = (2, 7)
@@ -149,11 +149,14 @@ class CacheWatch:
     """Collects :class:`CacheEvent` while at least one window is open.
 
     The wrapper around ``CompileEventLogger.instant`` is put into torch when
-    the first window opens and stays there, idle between windows, until
-    :meth:`uninstall` (the extension's unload): swapping a class attribute per
-    cell would cost every cell about 9 µs, and torch calls it only while it
-    compiles. It passes every call on to what it replaced, and is left in
-    place (passing through) if another tool wrapped it after us.
+    the first window opens. While the loaded extension holds it (see
+    :func:`stance_magic.probe.watch.hold`) it stays there, idle between
+    windows, until :meth:`uninstall` (the extension's unload): swapping a
+    class attribute per cell would cost every cell about 9 µs, and torch
+    calls it only while it compiles; it shows as torch's own (its name,
+    docstring, signature). Otherwise the last window to close takes it out.
+    It passes every call on to what it replaced, and is left in place
+    (passing through) if another tool wrapped it after us.
     """
 
     #: the watch protocol (see probe.watch): its figures are a nicety, never
@@ -165,6 +168,7 @@ class CacheWatch:
         self._events: list[CacheEvent] = []
         self._open = 0
         self._orig: Any = None
+        self._orig_static: Any = None
         self._cls: Any = None
         self._lock = threading.Lock()
         self._generation = 0
@@ -192,7 +196,7 @@ class CacheWatch:
             return orig(event_name, metadata, *args, **kwargs)
 
         instant._stance_magic_wraps = orig  # type: ignore[attr-defined]
-        return instant
+        return faithful(instant, orig)
 
     @property
     def empty(self) -> list[CacheEvent]:
@@ -216,6 +220,8 @@ class CacheWatch:
             self._open = max(self._open - 1, 0)
             if self._open == 0:
                 self._events.clear()
+                if not held():
+                    self._uninstall()  # a measure() block: torch as it was
         return events
 
     def uninstall(self) -> None:
@@ -236,6 +242,8 @@ class CacheWatch:
             return
         self._cls = CompileEventLogger
         self._orig = CompileEventLogger.instant  # the plain function
+        # the staticmethod itself, put back as it was (the same object)
+        self._orig_static = CompileEventLogger.__dict__["instant"]
         self._generation += 1
         CompileEventLogger.instant = staticmethod(self._wrapper())
 
@@ -246,7 +254,7 @@ class CacheWatch:
         now = cls.__dict__.get("instant")
         fn = getattr(now, "__func__", now)
         if getattr(fn, "_stance_magic_wraps", None) is self._orig:
-            cls.instant = staticmethod(self._orig)
+            cls.instant = self._orig_static
         self._generation += 1  # a wrapper left in place records nothing more
         self._orig = None
         self._cls = None

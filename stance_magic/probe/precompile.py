@@ -43,6 +43,8 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from .watch import faithful
+
 #: torch release where caching_precompile and its Dynamo cache are usable
 #: (PR #155913 and the mega-cache integration, #163533)
 PRECOMPILE_SINCE = (2, 10)
@@ -254,6 +256,11 @@ class SourceCheck:
         self._possible: bool | None = None
         self._events: list[PrecompileEvent] = []
         self._clock: Any = None
+        #: put in by a measuring window (the user turned torch's
+        #: caching_precompile on), not by the extension or
+        #: ``stance_magic.precompile``: out again when the last window
+        #: closes, unless the extension holds the wrappers
+        self.by_window = False
 
     @property
     def installed(self) -> bool:
@@ -275,9 +282,11 @@ class SourceCheck:
     def mark(self) -> int:
         return len(self._events)
 
-    def install(self) -> bool:
-        """Put the hooks in (once); False where this torch has no Dynamo cache."""
+    def install(self, by_window: bool = False) -> bool:
+        """Put the hooks in (once); False where this torch has no Dynamo
+        cache. ``by_window``: a measuring window asks (see :attr:`by_window`)."""
         if self._installed:
+            self.by_window = self.by_window and by_window
             return True
         if available() is not None:
             return False
@@ -299,9 +308,11 @@ class SourceCheck:
             # rather than half of one
             self.uninstall()
             return False
+        self.by_window = by_window
         return True
 
     def uninstall(self) -> None:
+        self.by_window = False
         while self._installed:
             owner, name, original, had = self._installed.pop()
             if had:
@@ -331,7 +342,7 @@ class SourceCheck:
             return orig(package, sources)
 
         add_inlined_source._stance_magic_wraps = orig  # type: ignore[attr-defined]
-        return add_inlined_source
+        return faithful(add_inlined_source, orig)
 
     # CompilePackage.cache_entry(self): the entry torch pickles; ours rides on it
     def _entry_wrapper(self, orig: Any) -> Any:
@@ -354,7 +365,7 @@ class SourceCheck:
             return entry
 
         cache_entry._stance_magic_wraps = orig  # type: ignore[attr-defined]
-        return cache_entry
+        return faithful(cache_entry, orig)
 
     # CompilePackage.install(self, backends): the saved frames put in place
     def _install_wrapper(self, orig: Any) -> Any:
@@ -386,7 +397,7 @@ class SourceCheck:
                 ) from err
 
         install._stance_magic_wraps = orig  # type: ignore[attr-defined]
-        return install
+        return faithful(install, orig)
 
     def _unloadable(self, package: Any, err: BaseException) -> None:
         name, where = _named(getattr(package, "_innermost_fn", None))
@@ -414,7 +425,7 @@ class SourceCheck:
                 return result
 
         load._stance_magic_wraps = orig  # type: ignore[attr-defined]
-        return load
+        return faithful(load, orig)
 
     def _checked(self, fn: Any, result: Any) -> Any:
         from torch._dynamo.eval_frame import innermost_fn

@@ -10,6 +10,13 @@ and the trace capture of a shared cell. Each is a :class:`Watch`:
   raised, if it did);
 * ``uninstall()`` takes everything of it out of torch (the extension's
   unload); a watch installs itself again at its next ``start``;
+* **between windows**: a wrapper a watch would rather not swap every cell
+  (torch calls it only while it compiles) stays in torch between windows
+  only while a front end that measures cell after cell :func:`holds <hold>`
+  them (the loaded extension), carrying the original's name, docstring,
+  signature and ``__wrapped__`` (:func:`faithful`); otherwise (a
+  ``measure()`` block) the last window to close takes it out, so torch is
+  as it was once the block has ended;
 * **when torch raises inside it**: a watch that is ``optional`` never fails
   the block. If its ``start`` or ``stop`` raises, its figures are missing,
   its ``empty`` result stands in, and :meth:`Watched.notes` says why in one
@@ -24,9 +31,10 @@ made so far (:func:`process_watch`).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Protocol, TypeVar
 
-__all__ = ["Watch", "Watched", "process_watch", "uninstall_all"]
+__all__ = ["Watch", "Watched", "faithful", "held", "hold", "process_watch", "uninstall_all"]
 
 
 class Watch(Protocol):
@@ -132,3 +140,28 @@ def uninstall_all() -> None:
     """Take every process-wide watch made so far out of torch."""
     for w in list(_PROCESS.values()):
         w.uninstall()
+
+
+#: front ends that hold the watches' between-window wrappers (see :func:`hold`)
+_HOLDERS = [0]
+
+
+def hold(on: bool) -> None:
+    """A front end that measures cell after cell (the extension, loaded:
+    ``on``; unloaded: not) keeps the wrappers a watch would rather not swap
+    every cell in torch between windows; without one, the last window to
+    close takes them out."""
+    _HOLDERS[0] = _HOLDERS[0] + 1 if on else max(_HOLDERS[0] - 1, 0)
+
+
+def held() -> bool:
+    """Whether a front end holds the between-window wrappers (see :func:`hold`)."""
+    return _HOLDERS[0] > 0
+
+
+def faithful(wrapper: Any, original: Any) -> Any:
+    """``wrapper``, made to show as ``original`` does: its name, qualified
+    name, module, docstring and (through ``__wrapped__``) its signature, so
+    that ``torch.compiler.load_compiled_function?`` in a notebook reads as
+    torch wrote it while the wrapper is in."""
+    return functools.update_wrapper(wrapper, original, updated=())

@@ -1,6 +1,9 @@
 """``aot_compile`` and ``load_compiled_function`` (torch 2.9+): compiles
 and calls that never reach Dynamo's dispatcher, wrapped from the first
-window until the recorder is uninstalled."""
+window: while the loaded extension holds them (see
+:func:`stance_magic.probe.watch.hold`) until the recorder is uninstalled,
+showing as torch's own (name, docstring, signature); otherwise until the
+last window closes."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from ..records import (
     RecordInfo,
     mark_unwinding,
 )
+from ..watch import faithful
 from .events import Call, Loaded
 from .outcomes import (
     AOT_COMPILE,
@@ -53,9 +57,10 @@ class AotMixin:
     def _install_aot(self) -> None:
         """torch.compile(...).aot_compile(...) and what it makes (torch 2.9+):
         no dispatch reaches them, so they are wrapped from the first window
-        on, once, and stay until :meth:`uninstall` (outside a window the
-        wrappers only pass the call on: a window's start and end patch
-        nothing more)."""
+        on, once, and, while the extension holds them, stay until
+        :meth:`uninstall` (outside a window the wrappers only pass the call
+        on: a cell's start and end patch nothing more); a ``measure()``
+        block's last window takes them out."""
         aot = sys.modules.get(_AOT_MODULE)
         if aot is None:
             return
@@ -90,7 +95,7 @@ class AotMixin:
                     pass
 
         aot_compile_fullgraph._stance_magic_wraps = orig  # type: ignore[attr-defined]
-        return aot_compile_fullgraph
+        return faithful(aot_compile_fullgraph, orig)
 
     def _note_aot_compile(self, model: Any, start: int, error: BaseException | None) -> None:
         """The records torch wrote for one aot_compile: the first stands for
@@ -151,7 +156,7 @@ class AotMixin:
                 rec._events.append(Call(None, outcome, why, stance))
 
         __call__._stance_magic_wraps = orig  # type: ignore[attr-defined]
-        return __call__
+        return faithful(__call__, orig)
 
     def _aot_load_wrapper(self, orig: Any) -> Any:
         """``torch.compiler.load_compiled_function``: a compiled function
@@ -179,4 +184,4 @@ class AotMixin:
                     pass
 
         load_compiled_function._stance_magic_wraps = orig  # type: ignore[attr-defined]
-        return load_compiled_function
+        return faithful(load_compiled_function, orig)

@@ -24,6 +24,7 @@ from ..records import (
     RecordInfo,
 )
 from ..shapes import GraphShapes
+from ..watch import held
 from .account import AccountMixin
 from .aot import AotMixin
 from .calls import CallsMixin, _Activation, _Sampling
@@ -404,6 +405,12 @@ class Recorder(
             self._uninstall_log_capture()
             if touched:
                 self._clear_running()
+            if not held():
+                # no front end holds what stays between cells (a measure()
+                # block): torch as it was once the block has ended
+                self._aot_patches.restore()
+                if SOURCE_CHECK.by_window:
+                    SOURCE_CHECK.uninstall()
         return window
 
     def close_all(self) -> None:

@@ -101,7 +101,7 @@ class InstallMixin:
             if config is not None and getattr(config, "caching_precompile", False):
                 # the user turned torch's precompiled frames on: cells are
                 # checked (kept for the process; see probe.precompile)
-                SOURCE_CHECK.install()
+                SOURCE_CHECK.install(by_window=True)
         if not self._aot_patches:
             self._install_aot()
         self._register_sentinel()
