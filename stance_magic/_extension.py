@@ -13,6 +13,7 @@ _RELOADING: dict[int, dict[str, Any]] = {}
 
 def load(ipython: Any) -> None:
     from .engine import current_stance, get_engine
+    from .execution import syntax_checker
     from .magics import StanceMagics
 
     key = id(ipython)
@@ -21,15 +22,24 @@ def load(ipython: Any) -> None:
     carried = _RELOADING.pop(key, None)
     if carried is not None and not in_reload(ipython):
         carried = None
+    from .probe import hold
+
     engine = get_engine()
     engine.new_session()
+    # what would cost every cell to swap stays in torch between cells (as
+    # torch's own: name, docstring, signature) until the unload
+    hold(True)
     magics = StanceMagics(ipython, engine)
     ipython.register_magics(magics)
     magics.attach_views()
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     ipython.events.register("post_run_cell", magics.post_run_cell)
+    # a %%stance cell's syntax error is IPython's own, before the cell runs
+    checker = syntax_checker(ipython)
+    ipython.input_transformers_cleanup.append(checker)
     _STATE[key] = {
         "magics": magics,
+        "syntax_checker": checker,
         "stance_before": current_stance(),
         # Dynamo's precompiled frames checked against the cells' code (see
         # probe.precompile): torch looks them up at torch.compile, any cell
@@ -57,6 +67,9 @@ def unload(ipython: Any) -> None:
             "watch": get_engine().watch,
         }
     magics.detach()
+    cleanup = ipython.input_transformers_cleanup
+    while state["syntax_checker"] in cleanup:
+        cleanup.remove(state["syntax_checker"])
     # The %unload_ext cell itself may be watched: close that window now, as
     # its post_run_cell hook is about to be removed.
     magics.close_watch()
@@ -77,6 +90,9 @@ def unload(ipython: Any) -> None:
             if owner is magics:
                 del mm.magics[kind]["stance"]
     mm.registry.pop(type(magics).__name__, None)
+    from .probe import hold
+
+    hold(False)
     engine = get_engine()
     if not _STATE:
         engine.close()

@@ -5,6 +5,12 @@ the last expression, compile with the cell's ``In [N]`` file name), so that
 tracebacks, ``In [N]`` names in reports and top-level ``await`` behave as
 without the magic. A ``SyntaxError`` is raised here, before any stance is
 applied.
+
+:func:`syntax_checker` is the extension's input transformer: it parses a
+``%%stance`` cell's body while IPython transforms the cell, so that a syntax
+error in it is IPython's own error before execution, shown as a plain cell
+shows one (``Cell In[N], line L`` and the caret, no frames), with nothing of
+the cell run.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any, Callable, TypeVar
 
 from IPython.core.error import UsageError
 
-__all__ = ["compile_cell"]
+__all__ = ["compile_cell", "syntax_checker"]
 
 
 def compile_cell(shell: Any, cell: str, number: int) -> Callable[[], Any]:
@@ -66,6 +72,58 @@ def compile_cell(shell: Any, cell: str, number: int) -> Callable[[], Any]:
         return value
 
     return run
+
+
+def syntax_checker(shell: Any) -> Callable[[list[str]], list[str]]:
+    """An input transformer for IPython's ``input_transformers_cleanup``
+    (lines in, the same lines out): a ``%%stance`` cell whose body does not
+    parse raises the ``SyntaxError`` a plain cell of that body raises, named
+    by the cell's ``In [N]`` and body line (as its tracebacks are). Marked as
+    having side effects, so that IPython's completeness check (a terminal's
+    "is this cell done?") leaves it out."""
+
+    def check_stance_cell(lines: list[str]) -> list[str]:
+        if (
+            lines
+            and lines[0].startswith(_MAGIC)
+            and lines[0][len(_MAGIC) : len(_MAGIC) + 1] in _ENDS
+        ):
+            body = "".join(lines[1:])
+            if body not in _PARSED:
+                _check_syntax(shell, body)
+                _remember(_PARSED, body, True)
+        return lines
+
+    check_stance_cell.has_side_effects = True  # type: ignore[attr-defined]
+    return check_stance_cell
+
+
+_MAGIC = "%%stance"
+#: what may follow the magic's name on its line ("" for a line of its own)
+_ENDS = frozenset(("", " ", "\t", "\n", "\r"))
+#: bodies of %%stance cells that parsed (see syntax_checker)
+_PARSED: dict[str, bool] = {}
+
+
+def _check_syntax(shell: Any, cell: str) -> None:
+    """Compile ``cell`` as :func:`compile_cell` will (its cache then holds
+    the code: the cell is compiled once); a ``SyntaxError`` names the cell
+    IPython is about to run (its file, as its traceback would). With IPython
+    AST transformers (which may keep state), only Python's compile of the
+    body: the magic transforms it when it runs."""
+    number = shell.execution_count
+    if not shell.ast_transformers:
+        try:
+            compile_cell(shell, cell, number)
+        except SyntaxError:
+            raise
+        except Exception:
+            pass  # not a syntax error: the magic raises it when the cell runs
+        return
+    transformed = cell if not _needs_transform(cell) else shell.transform_cell(cell)
+    flags = shell.compile.flags | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+    filename = shell.compile.cache(transformed, number, raw_code=cell)
+    compile(transformed, filename, "exec", flags, True)
 
 
 _CO_COROUTINE = inspect.CO_COROUTINE

@@ -7,8 +7,10 @@ coroutine shown and not run)."""
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
+from typing import Any
 
 import pytest
 import torch
@@ -221,8 +223,51 @@ def test_restored_after_exception(shell):
 
 def test_restored_after_syntax_error(shell):
     res, cap = run(shell, "%%stance force_eager -q\nx = = 1")
-    assert isinstance(res.error_in_exec, SyntaxError)
+    assert isinstance(res.error_before_exec, SyntaxError)
     assert stance_magic.current_stance().name == "default"
+
+
+def _shown(shell, src: str) -> tuple[Any, str]:
+    """What a cell shows, without colours (``In [N]`` made ``In [#]``)."""
+    was = shell.colors
+    shell.colors = "nocolor"
+    try:
+        res, cap = run(shell, src)
+    finally:
+        shell.colors = was
+    return res, re.sub(r"In ?\[\d+\]", "In [#]", cap.stdout + cap.stderr)
+
+
+@pytest.mark.parametrize(
+    "body", ["x = (1,\ny = 2", "y = 1\n  z = 2", "y = 1\nreturn 5", "%time x = 1\ny = = 2"]
+)
+def test_a_syntax_error_shows_what_a_plain_cell_shows_and_nothing_runs(shell, body):
+    """IPython's own error before execution: the cell's line and the caret,
+    no frames (none of IPython's, none of ours); nothing of the cell runs,
+    no stance is applied, no report is made, and the next cell is numbered
+    as after a plain cell's syntax error."""
+    history = len(stance_magic.history())
+    plain_res, plain = _shown(shell, body)
+    assert isinstance(plain_res.error_before_exec, SyntaxError)
+    count = shell.execution_count
+    res, shown = _shown(shell, "%%stance force_eager\n" + body)
+    assert type(res.error_before_exec) is type(plain_res.error_before_exec)
+    assert res.error_in_exec is None and not res.success
+    assert shown == plain, shown
+    assert "stance_magic" not in shown and "Traceback" not in shown
+    assert shell.execution_count == count + 1
+    assert len(stance_magic.history()) == history
+    assert stance_magic.current_stance().name == "default"
+    _, shown = _shown(shell, "%%stance force_eager\nran = True\n" + body)
+    assert "ran" not in shell.user_ns
+
+
+def test_the_syntax_check_leaves_ipythons_completeness_check_alone(shell):
+    """A terminal asks whether a cell is complete while it is typed: an
+    unfinished %%stance cell is "incomplete" (a cell magic ends with a blank
+    line), as without the extension, never "invalid"."""
+    assert shell.check_complete("%%stance\nx = (1,\n")[0] == "incomplete"
+    assert shell.check_complete("%%stance\nx = = 1\n\n")[0] == "complete"
 
 
 @pytest.mark.parametrize(
@@ -238,11 +283,11 @@ def test_restored_after_syntax_error(shell):
 def test_a_syntax_error_is_the_one_a_plain_cell_gives(shell, body, line):
     """Whatever the error (an unclosed bracket used to raise
     tokenize.TokenError from the magic), a %%stance cell raises the
-    SyntaxError a plain cell and %%time raise, naming the user's line."""
+    SyntaxError a plain cell raises, before execution, naming the user's line."""
     plain = shell.run_cell(body).error_before_exec
     assert isinstance(plain, SyntaxError) and plain.text.strip() == line
     res, _ = run(shell, f"%%stance default -q\n{body}")
-    err = res.error_in_exec
+    err = res.error_before_exec
     assert type(err) is type(plain), repr(err)
     assert (err.lineno, err.text.strip()) == (plain.lineno, line)
     assert stance_magic.current_stance().name == "default"
