@@ -163,7 +163,7 @@ def test_gpt2_generation_every_figure_against_torch(sh, cache):
         # frames compiled on their own look up too; every lookup is counted
         assert probe.torch_version() < (2, 10)
         assert rep.cache_hits + rep.cache_misses > 12
-        assert rep.lookups.timed + rep.lookups.untimed == lookups
+        assert rep.lookups.timed + rep.lookups.untimed + rep.lookups.waited == lookups
         assert (lookup_bound(rep.lookups) is None) == (rep.lookups.untimed == 0)
         assert rep.frames[0].name.split(" ")[0] == "GPT2LMHeadModel.forward"
         return
@@ -171,7 +171,8 @@ def test_gpt2_generation_every_figure_against_torch(sh, cache):
     assert rep.cache_hits + rep.cache_misses == 12
     # the model is named, not transformers' decorator
     assert {f.name.split(" ")[0] for f in rep.frames} == {"GPT2LMHeadModel.forward"}
-    assert rep.lookups.timed == lookups and lookup_bound(rep.lookups) is None
+    # (a lookup that waited for the CPU on a busy machine: counted, not timed)
+    assert rep.lookups.timed + rep.lookups.waited == lookups and lookup_bound(rep.lookups) is None
 
 
 def _calls(f, n: int) -> list[float]:
@@ -465,7 +466,7 @@ def test_nested_lookups_timed_from_their_call_against_the_profiler(sh):
             )
         with lookup_events() as events:
             assert sh.run_cell(gen).success
-        looked_up = rep.lookups.timed + rep.lookups.untimed
+        looked_up = rep.lookups.timed + rep.lookups.untimed + rep.lookups.waited
         assert len(events) == looked_up == rep.cache_hits
         return {"ours / profiler": rep.lookups.per_lookup_s / statistics.median(events)}
 
@@ -511,7 +512,8 @@ def test_reset_inside_a_cell_keeps_every_figure(sh):
     # a plain cell after a reset: its lookups are timed, nothing "before the probe"
     run(sh, "%%stance default -q\nout = models.generate(cgpt, ids, 1)")
     after = last(sh)
-    assert after.lookups.timed == 1 and after.lookups.seconds > 0
+    assert after.lookups.timed + after.lookups.waited == 1
+    assert after.lookups.seconds > 0 or after.lookups.waited
     assert "before the probe" not in str(after)
 
 

@@ -160,7 +160,9 @@ def _compile_events(
 
 def _lookup_events(ev: list[dict[str, Any]], window: Any, perf0: float) -> None:
     """The cache lookups onto ``ev``: those timed in situ as spans, the
-    others as instants (the recorder's clock)."""
+    others (not timed, or counted only: they waited for the CPU, or torch's
+    profiler ran over them) as instants where they ended (the recorder's
+    clock)."""
     for at, seconds, hit, timed, target in window.lookup_times:
         what = "hit" if hit else "miss"
         args = {"function": target, "result": what}

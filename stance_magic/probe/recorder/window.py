@@ -287,6 +287,8 @@ def fold(window: Window, events: list[Any]) -> tuple[dict[Any, Target], list[Any
                     t.calibrated += 1
                 elif how == WAITED:
                     t.waited += 1
+                # on the timeline all the same, where it ended (not timed)
+                window.lookup_times.append((ev.at, 0.0, bool(hit), False, t.name))
                 continue
             seconds = ev.seconds
             if how in TIMED_KINDS:
