@@ -3,10 +3,10 @@
 :class:`LiveArea` is the collapsible area under the controls. Its header is
 a one-line summary of the last measured cell that used compiled code (the
 only thing a collapsed panel updates); opened, it shows that cell's report
-(as the shell's formatter makes it) and a chart of the cells that compiled,
-failed or changed stance, drawn only while the area is open, only when a
-cell changed something, and after the cell's reply where a kernel's event
-loop allows.
+(as the shell's formatter makes it, less the headline the header says) and
+a chart of the cells that compiled, failed or changed stance, drawn only
+while the area is open, only when a cell changed something, and after the
+cell's reply where a kernel's event loop allows.
 """
 
 from __future__ import annotations
@@ -28,6 +28,21 @@ def _shown_in_panel(rep: CellReport, previous: CellReport | None) -> bool:
     """Whether the panel's live area describes a watched cell: it is worth
     showing, or it ran compiled code (warm hits included)."""
     return bool(rep.cache_hits or rep.compiled_calls) or rep.worth_showing(previous)
+
+
+#: where the report's headline block starts (stance_magic.render.report_html's
+#: own markup: its text escaped, no element inside)
+_HEADLINE_DIV = '<div class="sm-headline"'
+
+
+def without_headline(html_text: str) -> str:
+    """A report's HTML without its headline: the live area's title says it
+    (:func:`~stance_magic.render.summary_line`), once."""
+    start = html_text.find(_HEADLINE_DIV)
+    if start < 0:
+        return html_text
+    end = html_text.find("</div>", start)
+    return html_text[:start] + html_text[end + len("</div>") :] if end >= 0 else html_text
 
 
 class LiveArea:
@@ -89,7 +104,7 @@ class LiveArea:
             self._report_stale = False
             # ipywidgets' HTML has the line height of a form control: a table
             # reads better at the notebook's own.
-            html_text = self._report_html(self._shown)
+            html_text = without_headline(self._report_html(self._shown))
             self._report.value = f'<div style="line-height:1.4">{html_text}</div>'
         if self._chart_stale:
             self._schedule_chart()

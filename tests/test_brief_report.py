@@ -194,7 +194,7 @@ def test_the_error_row_names_the_users_line_of_the_failing_call(counting):
     assert rep.error_where.endswith(f"In [{n}], line 2"), rep.error_where
     text = _report(cap)
     assert f"raised at {rep.error_where}" in text
-    assert text.splitlines()[0].endswith(")") or "failed: RuntimeError" in text.splitlines()[0]
+    assert text.splitlines()[0].endswith("failed (RuntimeError)")
 
 
 @pytest.mark.parametrize("hints", [True, False])

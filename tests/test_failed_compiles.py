@@ -114,7 +114,9 @@ def test_a_compile_that_fails_inside_dynamo_is_marked_as_the_cells_error(sh):
     (frame,) = [f for f in rep.frames if f.raised]
     assert frame.compile_id == str(failed.compile_id) and frame.name == "body"
     text = " ".join(str(rep).split())
-    assert "1 FAILED" in text and "FAILED, IndexError" in text
+    # the frame's failure is the cell's error: said once, in the error row
+    assert "1 FAILED" in text and "FAILED: its error is the cell's (see error)" in text
+    assert text.count("IndexError") == 2  # the headline's type, the error row
     assert "not compiled, ran eagerly" not in text
 
 

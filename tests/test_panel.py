@@ -24,6 +24,7 @@ import stance_magic
 from stance_magic.engine import SKIP_GUARD_WARNING, get_engine
 from stance_magic.stance import make_stance
 from stance_magic.widget import NO_BACKEND, PanelUnavailable, StancePanel
+from stance_magic.widget_live import without_headline
 
 from conftest import ui
 
@@ -226,7 +227,9 @@ def test_reset_button_and_live_report(ip: Any, make_panel: Any) -> None:
     rep = get_engine().history[-1]
     assert rep.compiles == 1
     assert ui(p).live.titles[0].startswith(f"In [{rep.execution_count}] · default")
-    assert rep._repr_html_() in ui(p).report.value
+    # the report less its headline: the title says it, once
+    assert without_headline(rep._repr_html_()) in ui(p).report.value
+    assert "sm-headline" not in ui(p).report.value
     assert ui(p).chart.value[:8] == b"\x89PNG\r\n\x1a\n"
     assert ui(p).chart.layout.display != "none"
 
@@ -384,7 +387,7 @@ def test_collapsed_panel_updates_one_line_and_draws_on_opening(
     assert "compiled 1 graph in " in ui(p).live.titles[0]
     assert ui(p).report.value == "" and ui(p).chart.value == b"" and drawn == []
     p.expand()  # opening fills in the report and draws the chart once
-    assert rep._repr_html_() in ui(p).report.value
+    assert without_headline(rep._repr_html_()) in ui(p).report.value
     assert ui(p).chart.value[:8] == b"\x89PNG\r\n\x1a\n" and len(drawn) == 1
     # A warm cell (cache hits only) changes nothing compiled: summary and
     # report follow it, the chart is not redrawn.
@@ -392,7 +395,7 @@ def test_collapsed_panel_updates_one_line_and_draws_on_opening(
     warm = get_engine().history[-1]
     assert warm.compiles == 0 and warm.cache_hits == 1
     assert "nothing compiled, 1 cache hit" in ui(p).live.titles[0]
-    assert warm._repr_html_() in ui(p).report.value and len(drawn) == 1
+    assert without_headline(warm._repr_html_()) in ui(p).report.value and len(drawn) == 1
     # A stance change is a change: redrawn.
     run(ip, "%%stance force_eager\ny = f(x)")
     assert len(drawn) == 2
@@ -614,13 +617,16 @@ def test_an_open_panel_shows_compare_and_sweep_reports_complete(ip: Any, make_pa
             assert any(label in o.data.get("text/html", "") for o in cap.outputs), label
             assert f">{label}</th>" in ui(p).report.value, label
             assert f">{label}</th>" in seen[-1], label
-        assert rep.compare.speedup is not None and rep._repr_html_() in ui(p).report.value
+        assert (
+            rep.compare.speedup is not None
+            and without_headline(rep._repr_html_()) in ui(p).report.value
+        )
         n = len(seen)
         run(ip, "%%stance --sweep default,force_eager -m --no-plot\ny = f(x)")
         assert len(seen) == n + 2
         assert all("memory (cpu)" in h and "from a second run" in h for h in seen[n:])
         assert "memory (cpu)" in ui(p).report.value
-        assert get_engine().history[-1]._repr_html_() in ui(p).report.value
+        assert without_headline(get_engine().history[-1]._repr_html_()) in ui(p).report.value
     finally:
         get_engine().unobserve(at_publish)
 

@@ -12,14 +12,20 @@ import linecache
 
 from .. import place as places
 from .. import probe
-from ..paths import short_path
+from ..paths import short_path, shorten_paths
 from ..place import Place
 
 
 def error_line(exc: BaseException) -> str:
-    """An exception as one line: ``RuntimeError: its first line``."""
-    text = str(exc).strip().splitlines()
+    """An exception as one line: ``RuntimeError: its first line``, a cell's
+    file in it named as the report names the cell (torch's messages name it
+    by IPython's file: ``filename: 'In [9]'``, not ``'<ipython-input-9-…>'``)."""
+    text = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
     head = text[0] if text else ""
+    if head.endswith(":") and len(text) > 1:
+        # torch's "backend='inductor' raised:" says what raised on the next line
+        head = f"{head} {text[1]}"
+    head = shorten_paths(head)
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
 
 

@@ -115,7 +115,12 @@ def _frame_line(rep: Any, f: Any) -> str:
     if f.during_eager_call:
         tags.append("during the eager first call")
     if f.failed:
-        tags.append(f"FAILED, {f.failed}" if f.raised else f"not compiled, ran eagerly: {f.failed}")
+        if f.raised and rep.error:
+            tags.append("FAILED: its error is the cell's (see error)")  # said once, there
+        elif f.raised:
+            tags.append(f"FAILED, {f.failed}")
+        else:
+            tags.append(f"not compiled, ran eagerly: {f.failed}")
     if tags:
         text += f" [{'; '.join(tags)}]"
     return text

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..stance import stance_text
-from ..text import cell_label, fmt_s, shorten
+from ..text import cell_label, fmt_s
 from ..text import plural as _plural
 from .labels import _RAN, STANCE, WALL
 from .recompiles import _cause_brief
@@ -91,8 +91,19 @@ def headline(rep: Any) -> str:
         wall += " (CUDA synchronized)"
     line = f"{head} · {_stance_line(rep)} · {wall}: {' · '.join(headline_parts(rep))}"
     if rep.error:
-        line += f" · failed: {shorten(rep.error, 80)}"
+        line += f" · failed ({error_type(rep.error)})"  # its message: the error row's
     return line
+
+
+def error_type(error: str) -> str:
+    """The exception's type in a report's error line (``RuntimeError: ...``).
+
+    Examples
+    --------
+    >>> error_type("RuntimeError: Detected recompile"), error_type("KeyboardInterrupt")
+    ('RuntimeError', 'KeyboardInterrupt')
+    """
+    return error.split(":", 1)[0]
 
 
 def summary_line(rep: Any, session: Any = None) -> str:
@@ -112,5 +123,5 @@ def summary_line(rep: Any, session: Any = None) -> str:
         stance += f" (its own; session: {session})"
     line = f"{cell_label(rep)} · {stance} · {fmt_s(rep.wall_s)}: {' · '.join(headline_parts(rep))}"
     if rep.error:
-        line += f" · failed: {rep.error}"
+        line += f" · failed ({error_type(rep.error)})"
     return line

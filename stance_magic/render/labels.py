@@ -21,6 +21,8 @@ RECOMPILE_LIMIT = "recompile limit"
 RECOMPILE_BUDGET = "recompile budget"
 DYNAMIC_SHAPES = "dynamic shapes"
 WHY_RECOMPILED = "why it recompiled"
+#: the same row where every recompile was refused (fail_on_recompile): none happened
+WHY_WOULD_RECOMPILE = "why it would recompile"
 GRAPH_BREAKS = "graph breaks"
 CUDA_GRAPHS = "CUDA graphs"
 CACHE_HITS = "cache hits / misses"
@@ -61,6 +63,7 @@ ROW_DOCS = {
     RECOMPILE_LIMIT: "recompiles.md",
     RECOMPILE_BUDGET: "recompiles.md",
     WHY_RECOMPILED: "recompiles.md",
+    WHY_WOULD_RECOMPILE: "recompiles.md",
     DYNAMIC_SHAPES: "recompiles.md",
     GRAPH_BREAKS: "graph-breaks.md",
     CUDA_GRAPHS: "cuda.md",

@@ -15,6 +15,7 @@ from .labels import (
     RECOMPILE_LIMIT,
     RECOMPILES,
     WHY_RECOMPILED,
+    WHY_WOULD_RECOMPILE,
 )
 from .rows import Row
 
@@ -48,12 +49,14 @@ def recompile_rows(rep: Any, hinted: bool = False) -> list[Row]:
             details.extend(f"↳ {s}" for s in d.symbols + d.specialized)
         rows.append(Row(DYNAMIC_SHAPES, "; ".join(dyn[-1].inputs), details, "value"))
     why = "" if hinted else "row"
+    # a cell whose recompiles were all refused never recompiled
+    label = WHY_WOULD_RECOMPILE if rep.refused_recompiles and not rep.recompiles else WHY_RECOMPILED
     if len(rep.causes) == 1:
-        rows.append(Row(WHY_RECOMPILED, str(rep.causes[0]), [], why))
+        rows.append(Row(label, str(rep.causes[0]), [], why))
     elif rep.causes:
         rows.append(
             Row(
-                WHY_RECOMPILED,
+                label,
                 _plural(len(rep.causes), "cause"),
                 [str(c) for c in rep.causes],
                 why,
