@@ -234,11 +234,12 @@ def _seen_fields(
         "recompile_budget": [_budget(b) for b in window.budgets],
         "dynamic_shapes": _dynamic_shapes(window, frames),
         # the stance in force at each call (the block's, or one its code set)
-        "eager_first_calls": calls.eager.get(probe.WHY_FIRST_CALL, 0),
+        # every eager first call (one that raised is a failed call as well)
+        "eager_first_calls": window.eager_first_calls,
         "eager_calls": dict(window.eager_calls),
         "compiles_during_eager_calls": (
             sum(1 for f in fwd if f.during_eager_call)
-            if window.eager_calls.get("eager_then_compile")
+            if window.eager_calls.get("eager_then_compile") or window.eager_first_calls
             else 0
         ),
         "refused_guards": refused_guards,

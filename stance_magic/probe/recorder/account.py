@@ -90,7 +90,11 @@ class AccountMixin:
                 continue
             ri = info.get(id(rec))
             if ri is not None and ri.during_eager_call:
-                continue  # a nested frame compiled while this call ran eagerly
+                # a nested frame compiled while this call ran eagerly: its
+                # compile's error, where it reached the caller, is the call's
+                if getattr(rec, "fail_type", None) and exc is not None and reached_cell(ri, exc):
+                    ri.reached_caller = reached = True
+                continue
             if getattr(rec, "fail_type", None):
                 failed_compile = True
                 if ri is not None and exc is not None and reached_cell(ri, exc):
@@ -98,6 +102,17 @@ class AccountMixin:
             else:
                 ran_compiled = True
         stance = act.stance
+        # eager_then_compile's first call runs its frame eagerly: no lookup of
+        # its own, nothing of its own compiled (a precompiled frame runs its
+        # saved code instead), whatever it then does
+        first = (
+            stance == "eager_then_compile"
+            and not act.hit
+            and miss is None
+            and not ran_compiled
+            and not failed_compile
+            and not _has_precompiled(act.target)
+        )
         outcome, why = CALL_EAGER, WHY_SKIPPED
         if miss is not None and miss.outcome == MISS_REFUSED:
             outcome, why = CALL_REFUSED, WHY_UNSAFE if miss.unsafe else WHY_FAIL_ON_RECOMPILE
@@ -144,5 +159,5 @@ class AccountMixin:
             outcome, why = CALL_REFUSED, WHY_FAIL_ON_RECOMPILE
         act.outcome = outcome
         fn = act.target if act.target is not None else self._fns.get(act.key)
-        self._events.append(Call(fn, outcome, why, stance))
+        self._events.append(Call(fn, outcome, why, stance, first))
         return outcome

@@ -44,6 +44,9 @@ class Call(NamedTuple):
     outcome: str
     why: str
     stance: str
+    #: eager_then_compile's eager first call, whatever happened in it (it
+    #: ran eagerly, or raised: a nested compile's error, its own)
+    first: bool = False
 
 
 class Parts(NamedTuple):

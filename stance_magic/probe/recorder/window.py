@@ -143,6 +143,9 @@ class Window:
     #: (force_eager, eager_then_compile's first call, nothing cached under
     #: eager_on_recompile, a frame Dynamo skipped), by the stance in force
     eager_calls: dict[str, int] = field(default_factory=dict)
+    #: eager_then_compile's eager first calls, whatever happened in them
+    #: (one that raised is among the failed calls too)
+    eager_first_calls: int = 0
     #: compiled functions read back with torch.compiler.load_compiled_function
     aot_loads: list[AotLoad] = field(default_factory=list)
     #: lookups of Dynamo's precompiled frames (torch.compile(fn) with
@@ -306,6 +309,8 @@ def fold(window: Window, events: list[Any]) -> tuple[dict[Any, Target], list[Any
             k = (ev.outcome, ev.why)
             calls[k] = calls.get(k, 0) + 1
             window.call_stances.add(ev.stance)
+            if ev.first:
+                window.eager_first_calls += 1
             if ev.outcome == CALL_EAGER:
                 if ev.why in _NO_MISS_EAGER:
                     window.eager_calls[ev.stance] = window.eager_calls.get(ev.stance, 0) + 1
