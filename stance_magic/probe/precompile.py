@@ -376,8 +376,14 @@ class SourceCheck:
                 _in_own_globals(package)
             except Exception:
                 _log.debug("stance_magic: globals not checked", exc_info=True)
+            scopes = _scopes_before(package)
             try:
-                return orig(package, backends)
+                result = orig(package, backends)
+                try:
+                    _past_bound_names(scopes)
+                except Exception:
+                    _log.debug("stance_magic: torch's name counter not moved", exc_info=True)
+                return result
             except RuntimeError:
                 raise  # torch's own fallback: it traces the function again
             except Exception as err:
@@ -481,6 +487,78 @@ def _missing_backends(result: Any) -> int:
     except Exception:
         return 0
     return len(wanted - have)
+
+
+#: A load's names this far past the counter are not torch's (its counter
+#: starts at 0 in each process and counts one a name): left alone.
+_NAME_COUNTER_MAX_STEP = 100_000
+
+
+def _scopes_before(package: Any) -> list[tuple[dict[str, Any], set[str]]]:
+    """The module globals ``package``'s frames install into, each with the
+    names it holds before the install (on torch that needs
+    :func:`_past_bound_names`; empty elsewhere)."""
+    if names_skip_bound():
+        return []
+    out: list[tuple[dict[str, Any], set[str]]] = []
+    seen: set[int] = set()
+    for entry in dict(getattr(package, "_codes", None) or {}).values():
+        module = sys.modules.get(getattr(entry, "python_module", None) or "")
+        scope = getattr(module, "__dict__", None)
+        if isinstance(scope, dict) and id(scope) not in seen:
+            seen.add(id(scope))
+            out.append((scope, set(scope)))
+    return out
+
+
+def names_skip_bound() -> bool:
+    """Whether torch mints Dynamo's global names past those bound in the
+    scope (``bytecode_transformation.unique_id_unbound_in``, torch 2.15:
+    pytorch#196817): then a load needs no help (see :func:`_past_bound_names`)."""
+    bt = sys.modules.get("torch._dynamo.bytecode_transformation")
+    return bt is None or hasattr(bt, "unique_id_unbound_in")
+
+
+def _counter_value(counter: Any) -> int | None:
+    """An ``itertools.count()``'s next value, from its repr (``count(5)``)."""
+    text = repr(counter)
+    inner = text[len("count(") : -1] if text.startswith("count(") and text.endswith(")") else ""
+    return int(inner) if inner.isdigit() else None
+
+
+def _past_bound_names(scopes: list[tuple[dict[str, Any], set[str]]]) -> int:
+    """Move torch's name counter past the names an install bound; the steps moved.
+
+    Before torch 2.15 Dynamo names the globals it installs (``__builtins_dict___0``,
+    ``__resume_at_30_1``, ``__import_...``) from one process-wide counter
+    (``bytecode_transformation.unique_id``: ``f"{prefix}_{next(_unique_id_counter)}"``,
+    read in 2.10, 2.13 and 2.14). A process that loaded saved frames binds the
+    saving process's names in the module's globals (``CompilePackage.install``)
+    while its own counter starts at 0, so its next trace in that module (an
+    edited global, default argument or closure variable: the saved guards
+    refuse the call) mints a bound name and raises ``AssertionError: Name
+    '__builtins_dict___0' already exists in scope`` (``CleanupHook.create``;
+    bare torch with ``load_cache_artifacts`` too). torch 2.15 skips bound
+    names (:func:`names_skip_bound`); here the counter is advanced past each
+    new name's number, as if this process had minted them (the names stay
+    unique: a counter's numbers are never reused)."""
+    bt = sys.modules.get("torch._dynamo.bytecode_transformation")
+    counter = getattr(bt, "_unique_id_counter", None)
+    now = _counter_value(counter) if counter is not None else None
+    if not scopes or now is None:
+        return 0
+    top = -1
+    for scope, before in scopes:
+        for name in set(scope) - before:
+            number = name.rpartition("_")[2]
+            if name.startswith("__") and number.isdigit():
+                top = max(top, int(number))
+    steps = top + 1 - now
+    if steps <= 0 or steps > _NAME_COUNTER_MAX_STEP:
+        return 0
+    for _ in range(steps):
+        next(counter)  # type: ignore[call-overload]
+    return steps
 
 
 def _in_own_globals(package: Any) -> None:
