@@ -262,6 +262,24 @@ def test_a_syntax_error_shows_what_a_plain_cell_shows_and_nothing_runs(shell, bo
     assert "ran" not in shell.user_ns
 
 
+def test_an_exception_shows_the_users_frames_and_none_of_ours(shell):
+    """The user's frames and torch's, as IPython shows them in a plain cell;
+    stance_magic's own frames are hidden (``__tracebackhide__``)."""
+    shell.run_cell(
+        "import torch\ndef f(x):\n    return x.sin()\ncf = torch.compile(f, backend='eager')\n"
+        "cf(torch.ones(3))"
+    )
+    for body, theirs in (
+        ("def h():\n    raise ValueError('boom')\nh()", "in h()"),
+        ("cf(torch.ones(4))", "torch/_dynamo/eval_frame.py"),
+    ):
+        res, shown = _shown(shell, "%%stance fail_on_recompile -q\n" + body)
+        assert res.error_in_exec is not None
+        assert theirs in shown, shown
+        for ours in ("stance_magic/", "magics.py", "execution.py"):
+            assert ours not in shown, shown
+
+
 def test_the_syntax_check_leaves_ipythons_completeness_check_alone(shell):
     """A terminal asks whether a cell is complete while it is typed: an
     unfinished %%stance cell is "incomplete" (a cell magic ends with a blank
