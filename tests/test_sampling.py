@@ -6,6 +6,7 @@ per function; a miss among the counted-only calls is handled in full."""
 from __future__ import annotations
 
 import re
+import types
 
 import pytest
 
@@ -585,7 +586,7 @@ def test_a_lookup_preempted_counts_the_time_its_thread_ran(sh, monkeypatch, ever
         spot = probe.SAMPLE_FIRST + 4 * probe.SAMPLE_EVERY
         busy = _preempted_cell(sh, monkeypatch, {3, spot, 100}, every)
     q, b = quiet.lookups, busy.lookups
-    assert q.waited == 0 and q.seconds > 0 and not [n for n in quiet.notes if "busy" in n]
+    assert q.waited == 0 and q.seconds > 0 and not [n for n in quiet.notes if "off the CPU" in n]
     timed_preempted = 3 if every else 2  # the counted-only call is not timed
     # (the thread's clock read before the clock at a span's start: a tick more)
     assert b.waited == timed_preempted
@@ -598,8 +599,8 @@ def test_a_lookup_preempted_counts_the_time_its_thread_ran(sh, monkeypatch, ever
     assert busy.call_parts.calls == quiet.call_parts.calls - timed_preempted
     # the wall time is what the user waited: the 5 ms of each preemption in it
     assert busy.wall_s == pytest.approx(quiet.wall_s + 3 * 5e-3)
-    (note,) = [n for n in busy.notes if "busy" in n]
-    assert f"{timed_preempted} timed lookups" in note and "waited for the CPU" in note
+    (note,) = [n for n in busy.notes if "off the CPU" in n]
+    assert f"{timed_preempted} timed lookups" in note and "waited off the CPU" in note
     assert busy.summary_row()["lookups_waited"] == timed_preempted
 
 
@@ -619,3 +620,49 @@ def test_a_span_waited_only_past_the_threshold():
     assert rec._ran(3e-6, 1.0 - 4e-6) and rec._waited == 1  # the thread's clock a little ahead
     reads = cpu.reads
     assert rec._ran(w, 0.0) and cpu.reads == reads  # a short span reads no CPU clock
+
+
+def test_a_timed_call_waited_only_off_the_cpu_for_a_share_of_it():
+    """A call whole (its compiled code may leave the CPU on its own: a GIL
+    handed to another thread) waited only past WAITED_S and past
+    WAITED_CALL_SHARE of its span; exact figures."""
+    from stance_magic.probe.recorder.calls import WAITED_CALL_SHARE, WAITED_S, call_waited
+
+    assert WAITED_S == 10e-6 and WAITED_CALL_SHARE == 0.1
+    assert not call_waited(50e-6, 41e-6)  # 9 µs off: under WAITED_S
+    assert call_waited(50e-6, 35e-6)  # 15 µs off of 50: both
+    assert not call_waited(1e-3, 0.985e-3)  # 15 µs off of 1 ms: 1.5 %
+    assert call_waited(1e-3, 0.85e-3)  # 150 µs off of 1 ms: 15 %
+    assert call_waited(5.2e-3, 0.2e-3)  # 5 ms preempted in a 0.2 ms call
+
+
+def _window_with(waited=0, waited_s=0.0, waited_calls=0, timed=0, timed_s=0.0, parts=0):
+    t = probe.Target(name="f", filename="", line=None)
+    t.timed, t.seconds, t.parts = timed, timed_s, [(None, 0.0, 0.0, 0.0)] * parts
+    w = probe.Window(targets=[t], waited=waited, waited_s=waited_s, waited_calls=waited_calls)
+    return types.SimpleNamespace(window=w)
+
+
+def test_the_busy_note_only_where_the_waiting_changed_the_reading():
+    """The note's rule, exactly: the waited lookups' wait at least
+    BUSY_WAITED_SHARE of the timed lookups' time, or at least
+    BUSY_SPANS_SHARE of the spans waited; a few calls off the CPU among many
+    (a quiet kernel's output thread) say nothing."""
+    from stance_magic.build.notes import BUSY_MIN, BUSY_SPANS_SHARE, BUSY_WAITED_SHARE, _busy_note
+
+    assert (BUSY_WAITED_SHARE, BUSY_SPANS_SHARE, BUSY_MIN) == (0.1, 0.25, 2)
+    # 1 call of 3 (33 %): one call's parts missing of a few: no note
+    assert _busy_note(_window_with(waited_calls=1, timed=3, parts=2)) is None
+    assert _busy_note(_window_with()) is None
+    # 2 calls of 22 timed waited (9 %): the medians of the 20 stand
+    assert _busy_note(_window_with(waited_calls=2, timed=20, parts=20)) is None
+    # 10 of 30 calls (33 %)
+    note = _busy_note(_window_with(waited_calls=10, timed=20, parts=20))
+    assert note is not None and note.startswith("10 timed calls waited off the CPU")
+    # one lookup preempted 5 ms beside 100 µs timed: counted as timed it would have moved it
+    note = _busy_note(_window_with(waited=1, waited_s=5e-3, timed=50, timed_s=1e-4, parts=50))
+    assert note is not None and "1 timed lookup waited off the CPU (5.0 ms in all)" in note
+    # one waited 20 µs beside 1 ms timed (2 %), 1 span of 101: no note
+    assert (
+        _busy_note(_window_with(waited=1, waited_s=2e-5, timed=50, timed_s=1e-3, parts=50)) is None
+    )

@@ -49,11 +49,35 @@ def _notes(
     return notes
 
 
+#: The busy note's rule (a busy machine, or another thread of the process
+#: holding Python's lock): spans waited for the CPU (see ``probe.WAITED_S``)
+#: and that changed the reading: the time the waited lookups waited is at
+#: least this share of the timed lookups' own (counted as timed, it would have
+#: moved the lookup figure as much), or ...
+BUSY_WAITED_SHARE = 0.1
+#: ... at least this share of the lookups timed, or of the calls timed whole,
+#: waited (the figures then stand on the rest). A few calls off the CPU among
+#: many change neither: no note.
+BUSY_SPANS_SHARE = 0.25
+#: (and at least this many: one call's parts missing of a few changes no median)
+BUSY_MIN = 2
+
+
 def _busy_note(closed: Closed) -> str | None:
     """Where timed spans waited for the CPU (a busy machine: see
-    ``probe.WAITED_S``), what the figures count, in a line; None where none did."""
+    ``probe.WAITED_S``) enough to change the reading (see
+    :data:`BUSY_WAITED_SHARE`), what the figures count, in a line; else None."""
     window = closed.window
     if not (window.waited or window.waited_calls):
+        return None
+    timed_s = sum(t.seconds for t in window.targets)
+    parts = sum(len(t.parts) for t in window.targets)
+    moved = window.waited and window.waited_s >= BUSY_WAITED_SHARE * timed_s
+    lookups = window.waited >= max(
+        BUSY_MIN, BUSY_SPANS_SHARE * (window.timed_lookups + window.waited)
+    )
+    calls = window.waited_calls >= max(BUSY_MIN, BUSY_SPANS_SHARE * (parts + window.waited_calls))
+    if not (moved or lookups or calls):
         return None
     spans = []
     if window.waited:
@@ -62,6 +86,7 @@ def _busy_note(closed: Closed) -> str | None:
         spans.append(plural(window.waited_calls, "timed call"))
     waited = f" ({fmt_s(window.waited_s)} in all)" if window.waited else ""
     return (
-        f"the machine was busy: {' and '.join(spans)} waited for the CPU{waited}; "
-        "they are counted, not timed (the other timed spans stand for them)"
+        f"{' and '.join(spans)} waited off the CPU{waited}: another process, or another "
+        "thread of this one, ran; they are counted, not timed (the other timed spans stand "
+        "for them)"
     )

@@ -86,6 +86,21 @@ PARTS_PER_WINDOW = 96
 #: caches the other processes filled (20-100 us for a 3 us lookup), counts as
 #: one that waited.
 WAITED_S = 10e-6
+#: A timed call whole (its compiled code included) waited only where its
+#: thread was off the CPU for more than WAITED_S and more than this share of
+#: it: compiled code may leave the CPU on its own (torch's operators release
+#: the GIL, and another thread, a kernel's output thread, takes it; a
+#: parallel operator waits for its threads), which a lookup's few microseconds
+#: of guard code never does. (A notebook's tour, on a quiet machine, had 2 to
+#: 4 timed calls a cell off the CPU for more than 10 µs.)
+WAITED_CALL_SHARE = 0.1
+
+
+def call_waited(wall: float, ran: float) -> bool:
+    """Whether a timed call whole, ``wall`` seconds on the clock of which its
+    thread ran ``ran``, waited for the CPU (see :data:`WAITED_CALL_SHARE`)."""
+    off = wall - ran
+    return off > WAITED_S and off > WAITED_CALL_SHARE * wall
 
 
 def _torchs_dispatcher(fn: Any) -> bool:
@@ -445,7 +460,7 @@ class CallsMixin:
             # refused, a compile error that reached the caller, or the
             # user's own code): no part of a call that ran to its end
             return
-        if (end - act.t0) - (ran - act.c0) > WAITED_S:
+        if call_waited(end - act.t0, ran - act.c0):
             # it waited for the CPU (a busy machine): its parts are not the call's
             self._waited_calls += 1
             return
