@@ -74,6 +74,8 @@ CSS = """<style>
 .sm-panel .sm-controls .widget-dropdown>select{min-width:0}
 .sm-panel .sm-live .jupyter-widget-Collapse-header{white-space:nowrap;overflow:hidden;
  text-overflow:ellipsis;font-size:12px;padding:4px 8px}
+.sm-panel .sm-live .jupyter-widget-Collapse-open>.jupyter-widget-Collapse-header{
+ white-space:normal}
 .sm-panel .sm-live .jupyter-widget-Collapse-contents{padding:4px 8px}
 body[data-jp-theme-light="false"] .sm-chart,body.vscode-dark .sm-chart{
  filter:invert(1) hue-rotate(180deg)}

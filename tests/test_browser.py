@@ -362,7 +362,10 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
         # -- opened: the report, and the chart at its own size ------------------
         header.click()
         report = live.locator(".sm-report-html").first
-        expect(report.locator(".sm-headline")).to_contain_text("default")
+        expect(report.locator("table.sm-report").first).to_contain_text("1 graph compiled")
+        expect(report.locator(".sm-headline")).to_have_count(0)  # the header says it
+        # ... whole, opened (collapsed, it is cut to one line)
+        assert header.evaluate("(h) => h.scrollWidth <= h.clientWidth + 1"), header.inner_text()
         chart = live.locator("img.sm-chart")
         expect(chart).to_be_visible()
         size = chart.evaluate("(img) => [img.naturalWidth, img.clientWidth]")
