@@ -113,14 +113,13 @@ def _pinned_delayed_callbacks(request):
 
 
 @pytest.fixture
-def shell():
-    """A new InteractiveShell with stance_magic loaded and every format active."""
+def bare_shell():
+    """A new InteractiveShell without the extension (unloaded after the test,
+    if the test loaded it), and torch and the engine as they were."""
     InteractiveShell.clear_instance()
     c = Config()
     c.HistoryAccessor.enabled = False
     sh = InteractiveShell.instance(config=c)
-    sh.display_formatter.active_types = list(sh.display_formatter.format_types)
-    sh.run_cell("%load_ext stance_magic")
     yield sh
     sh.run_cell("%unload_ext stance_magic")
     torch.compiler.set_stance("default")
@@ -128,6 +127,15 @@ def shell():
     get_engine().clear_history()
     InteractiveShell.clear_instance()
     forget_shell(sh)
+
+
+@pytest.fixture
+def shell(bare_shell):
+    """A new InteractiveShell with stance_magic loaded and every format active."""
+    sh = bare_shell
+    sh.display_formatter.active_types = list(sh.display_formatter.format_types)
+    sh.run_cell("%load_ext stance_magic")
+    return sh
 
 
 def forget_shell(sh: InteractiveShell) -> None:

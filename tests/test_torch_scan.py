@@ -18,15 +18,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from torchscan import bound_original, changed, faithful, ours, scan
-from traitlets.config import Config
 
 import stance_magic
 from stance_magic.probe import precompile as pp
-
-from conftest import forget_shell
 
 WORK = """
 import torch
@@ -116,30 +112,14 @@ def _kept(before: dict, after: dict) -> list[str]:
     return out
 
 
-@pytest.fixture
-def bare():
-    """A shell without the extension; unloaded and forgotten after the test."""
-    InteractiveShell.clear_instance()
-    c = Config()
-    c.HistoryAccessor.enabled = False
-    sh = InteractiveShell.instance(config=c)
-    yield sh
-    sh.run_cell("%unload_ext stance_magic")
-    torch.compiler.set_stance("default")
-    torch.compiler.reset()
-    stance_magic.engine.get_engine().clear_history()
-    InteractiveShell.clear_instance()
-    forget_shell(sh)
-
-
 def _cell(sh, src: str) -> None:
     with capture_output():
         res = sh.run_cell(src, store_history=True)
     assert res.success, res.error_in_exec or res.error_before_exec
 
 
-def test_the_extension_keeps_only_faithful_wrappers_and_unloading_takes_them_out(bare):
-    sh = bare
+def test_the_extension_keeps_only_faithful_wrappers_and_unloading_takes_them_out(bare_shell):
+    sh = bare_shell
     _cell(sh, WORK)  # bare first: torch's own set-up
     _cell(sh, "cwork(torch.ones(3))")
     before = _clean()
