@@ -23,7 +23,7 @@ from typing import Any, Callable, TypeVar
 
 from IPython.core.error import UsageError
 
-__all__ = ["compile_cell", "syntax_checker"]
+__all__ = ["after_cell", "compile_cell", "syntax_checker"]
 
 
 def compile_cell(shell: Any, cell: str, number: int) -> Callable[[], Any]:
@@ -112,18 +112,36 @@ def _check_syntax(shell: Any, cell: str) -> None:
     AST transformers (which may keep state), only Python's compile of the
     body: the magic transforms it when it runs."""
     number = shell.execution_count
-    if not shell.ast_transformers:
-        try:
+    try:
+        if not shell.ast_transformers:
             compile_cell(shell, cell, number)
-        except SyntaxError:
-            raise
-        except Exception:
-            pass  # not a syntax error: the magic raises it when the cell runs
-        return
-    transformed = cell if not _needs_transform(cell) else shell.transform_cell(cell)
-    flags = shell.compile.flags | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
-    filename = shell.compile.cache(transformed, number, raw_code=cell)
-    compile(transformed, filename, "exec", flags, True)
+            return
+        transformed = cell if not _needs_transform(cell) else shell.transform_cell(cell)
+        flags = shell.compile.flags | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+        filename = shell.compile.cache(transformed, number, raw_code=cell)
+        compile(transformed, filename, "exec", flags, True)
+    except SyntaxError as err:
+        setattr(err, _CHECKED, number)  # the cell's number (see after_cell)
+        raise
+    except Exception:
+        pass  # not a syntax error: the magic raises it when the cell runs
+
+
+#: on a SyntaxError the checker raised: the number of the cell it was for
+_CHECKED = "_stance_magic_syntax_check"
+
+
+def after_cell(shell: Any, result: Any) -> None:
+    """The extension's ``post_run_cell`` part of the syntax check: IPython 8
+    counts a cell whose input transform raised twice (its ``run_cell_async``
+    adds 1 to ``execution_count``, then calls ``error_before_exec``, which
+    adds 1 again: read in 8.39; 9.19 adds 1), so the next cell would be
+    ``In [N+2]`` where a plain cell's syntax error gives ``In [N+1]``. Seen
+    so (the count 2 past the cell's), the second is taken back."""
+    err = getattr(result, "error_before_exec", None)
+    number = getattr(err, _CHECKED, None)
+    if isinstance(number, int) and shell.execution_count == number + 2:
+        shell.execution_count -= 1
 
 
 _CO_COROUTINE = inspect.CO_COROUTINE

@@ -27,7 +27,7 @@ from traitlets import Bool, Int, TraitError, observe, validate
 from .commands import LINE_COMMANDS, ranks_line, session_line, warn_before_running
 from .display import notice, show
 from .engine import Engine, get_engine
-from .execution import compile_cell
+from .execution import after_cell, compile_cell
 from .notebook import cell_number
 from .options import (
     COMMANDS,
@@ -385,6 +385,7 @@ class StanceMagics(Magics):
                 m.finish(None)
 
     def post_run_cell(self, result: Any) -> None:
+        after_cell(self.shell, result)  # (a %%stance cell's syntax error: see execution)
         cells = self.engine.cells
         cell = cells.cell_of(result)
         m = cell.measurement if cell is not None else None

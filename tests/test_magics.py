@@ -235,7 +235,9 @@ def _shown(shell, src: str) -> tuple[Any, str]:
         res, cap = run(shell, src)
     finally:
         shell.colors = was
-    return res, re.sub(r"In ?\[\d+\]", "In [#]", cap.stdout + cap.stderr)
+    # (IPython 8 keeps its colours whatever ``colors`` says later: taken out)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", cap.stdout + cap.stderr)
+    return res, re.sub(r"In ?\[\d+\]", "In [#]", text)
 
 
 @pytest.mark.parametrize(
@@ -267,13 +269,16 @@ def test_an_exception_shows_the_users_frames_and_none_of_ours(shell):
     stance_magic's own frames are hidden (``__tracebackhide__``)."""
     shell.run_cell(
         "import torch\ndef f(x):\n    return x.sin()\ncf = torch.compile(f, backend='eager')\n"
-        "cf(torch.ones(3))"
+        "cf(torch.ones(3))\n"
+        "def bad(gm, example_inputs):\n    raise RuntimeError('exploded')\n"
+        "cb = torch.compile(lambda x: x.cos(), backend=bad)"
     )
-    for body, theirs in (
-        ("def h():\n    raise ValueError('boom')\nh()", "in h()"),
-        ("cf(torch.ones(4))", "torch/_dynamo/eval_frame.py"),
+    for stance, body, theirs in (
+        ("fail_on_recompile", "def h():\n    raise ValueError('boom')\nh()", "in h()"),
+        ("fail_on_recompile", "cf(torch.ones(4))", "torch/_dynamo/eval_frame.py"),
+        ("default", "cb(torch.ones(2))", "exploded"),  # a compile's error, through our hooks
     ):
-        res, shown = _shown(shell, "%%stance fail_on_recompile -q\n" + body)
+        res, shown = _shown(shell, f"%%stance {stance} -q\n" + body)
         assert res.error_in_exec is not None
         assert theirs in shown, shown
         for ours in ("stance_magic/", "magics.py", "execution.py"):

@@ -96,9 +96,10 @@ def test_each_error_and_guard_failure_is_said_once(sh, case):
     assert f"raised at In [{rep.execution_count}], line" in text
     if case == "refused recompile":
         assert "why it would recompile" in text and "why it recompiled" not in text
-        assert re.search(r"filename: 'In \[\d+\]'", rep.error), rep.error
-        # the exception the cell got is torch's, unchanged
-        assert "<ipython-input-" in str(err) and "filename: 'In [" not in str(err)
+        if "filename:" in str(err):  # (torch 2.8's message names no file)
+            assert re.search(r"filename: 'In \[\d+\]'", rep.error), rep.error
+            # the exception the cell got is torch's, unchanged
+            assert "<ipython-input-" in str(err) and "filename: 'In [" not in str(err)
     if case == "failed compile":
         assert "FAILED: its error is the cell's (see error)" in text
 

@@ -480,6 +480,7 @@ class CudagraphWatch:
         watch = self
 
         def log_cudagraph_skip_and_bump_counter(msg: str, *args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             try:
                 if watch._open:
                     watch._add_skip(str(msg), logged=True)
@@ -499,6 +500,7 @@ class CudagraphWatch:
         watch = self
 
         def wrapper(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             if not watch._open:
                 return orig(graph, *args, **kwargs)
             local = watch._local
@@ -527,6 +529,7 @@ class CudagraphWatch:
         watch = self
 
         def record_function(manager: Any, new_inputs: Any, function_id: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             if watch._open:
                 try:
                     watch._add_recording(manager, new_inputs, function_id)
@@ -541,6 +544,7 @@ class CudagraphWatch:
         watch = self
 
         def execute_node(manager: Any, node: Any, new_inputs: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             if watch._open:
                 cid = str(getattr(manager, "compile_id", "") or "")
                 watch._replays[cid] = watch._replays.get(cid, 0) + 1
@@ -554,6 +558,7 @@ class CudagraphWatch:
         watch = self
 
         def run_eager(manager: Any, new_inputs: Any, function_id: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             if watch._open:
                 cid = _function_compile_id(manager, function_id)
                 watch._warmups[cid] = watch._warmups.get(cid, 0) + 1
@@ -569,6 +574,7 @@ class CudagraphWatch:
         watch = self
 
         def check_warn_on_unable_to_start_executing(manager: Any, function_id: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             warned = getattr(manager, "warned_functions", None)
             before = function_id in warned if warned is not None else True
             result = orig(manager, function_id)
@@ -593,6 +599,7 @@ class CudagraphWatch:
         watch = self
 
         def check_invariants(node: Any, inputs: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             result = orig(node, inputs)
             try:
                 status = result[0]

@@ -332,6 +332,7 @@ class SourceCheck:
     # CompilePackage.add_inlined_source(self, sources): the code a compile traced
     def _inlined_wrapper(self, orig: Any) -> Any:
         def add_inlined_source(package: Any, sources: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             try:
                 cells = package.__dict__.setdefault(ENTRY_ATTR, {})
                 for code in sources or ():
@@ -347,6 +348,7 @@ class SourceCheck:
     # CompilePackage.cache_entry(self): the entry torch pickles; ours rides on it
     def _entry_wrapper(self, orig: Any) -> Any:
         def cache_entry(package: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             entry = orig(package)
             try:
                 cells = dict(package.__dict__.get(ENTRY_ATTR, {}))
@@ -372,6 +374,7 @@ class SourceCheck:
         check = self
 
         def install(package: Any, backends: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             try:
                 _in_own_globals(package)
             except Exception:
@@ -423,6 +426,7 @@ class SourceCheck:
         check = self
 
         def load(fn: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             result = orig(fn)
             try:
                 return check._checked(fn, result)

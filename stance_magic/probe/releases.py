@@ -322,6 +322,7 @@ def listing_refusals(
         refuse = result
 
         def fail_callback(frame: Any, cache_entry: Any, *args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             if not trace_rules.check(frame.f_code):  # torch's callback refuses it
                 try:
                     note(failed_guards(frame, cache_entry), frame)

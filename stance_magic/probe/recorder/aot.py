@@ -83,6 +83,7 @@ class AotMixin:
         rec = self
 
         def aot_compile_fullgraph(model: Any, *args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             if not (rec._threads and rec._get_ident() in rec._threads):
                 return orig(model, *args, **kwargs)
             start = len(rec._records)
@@ -137,6 +138,7 @@ class AotMixin:
         rec = self
 
         def __call__(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             if not (rec._threads and rec._get_ident() in rec._threads):
                 return orig(fn, *args, **kwargs)
             rec._calls += 1
@@ -164,6 +166,7 @@ class AotMixin:
         rec = self
 
         def load_compiled_function(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             if not (rec._threads and rec._get_ident() in rec._threads):
                 return orig(*args, **kwargs)
             t0 = rec._clock()

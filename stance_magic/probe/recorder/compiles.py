@@ -119,6 +119,7 @@ class CompilesMixin:
         recorder = self
 
         def call_user_compiler(og: Any, gm: Any, example_inputs: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             if recorder._threads and recorder._get_ident() in recorder._threads:
                 try:
                     act = recorder._act

@@ -70,6 +70,7 @@ class MissesMixin:
         (and before fail_on_recompile refuses): keep the whole list."""
 
         def get_and_maybe_log_recompilation_reasons(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             reasons = orig(*args, **kwargs)
             try:
                 frame = args[1] if len(args) > 1 else kwargs.get("frame")
@@ -105,6 +106,7 @@ class MissesMixin:
 
     def _exceeds_wrapper(self, orig: Any) -> Any:
         def exceeds_recompile_limit(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # (IPython shows the user's frames and torch's)
             result = orig(*args, **kwargs)
             if not self._threads or self._get_ident() not in self._threads:
                 return result
