@@ -186,14 +186,16 @@ _MUTATORS = {"append", "extend", "insert", "update", "clear", "pop", "remove", "
 
 def _report_writes(tree: ast.Module, fields: set[str]) -> list[str]:
     """``x.<field> = …``, ``x.<field> += …`` and ``x.<field>.append(…)`` with
-    ``x`` not ``self``: a write into something shaped like a report."""
+    ``x`` not ``self`` (nor ``shell``, IPython's own, whose
+    ``execution_count`` the extension corrects): a write into something
+    shaped like a report."""
     out = []
 
-    def receiver_is_self(node: ast.Attribute) -> bool:
+    def receiver_is_exempt(node: ast.Attribute) -> bool:
         root = node.value
         while isinstance(root, (ast.Attribute, ast.Subscript)):
             root = root.value
-        return isinstance(root, ast.Name) and root.id in ("self", "cls")
+        return isinstance(root, ast.Name) and root.id in ("self", "cls", "shell")
 
     def flat(t: ast.expr) -> list[ast.expr]:
         if isinstance(t, (ast.Tuple, ast.List)):
@@ -211,7 +213,7 @@ def _report_writes(tree: ast.Module, fields: set[str]) -> list[str]:
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             targets = [node.target]
         for t in (x for target in targets for x in flat(target)):
-            if isinstance(t, ast.Attribute) and t.attr in fields and not receiver_is_self(t):
+            if isinstance(t, ast.Attribute) and t.attr in fields and not receiver_is_exempt(t):
                 out.append(f"line {node.lineno}: … .{t.attr} =")
         if (
             isinstance(node, ast.Call)
@@ -219,7 +221,7 @@ def _report_writes(tree: ast.Module, fields: set[str]) -> list[str]:
             and node.func.attr in _MUTATORS
             and isinstance(node.func.value, ast.Attribute)
             and node.func.value.attr in fields
-            and not receiver_is_self(node.func.value)
+            and not receiver_is_exempt(node.func.value)
         ):
             out.append(f"line {node.lineno}: … .{node.func.value.attr}.{node.func.attr}(…)")
     return out
@@ -243,6 +245,8 @@ def test_only_the_builder_writes_a_report():
     assert _report_writes(ast.parse("rep.notes.append('x')"), fields)
     assert _report_writes(ast.parse("m.report.execution_count = 3"), fields)
     assert not _report_writes(ast.parse("self.notes = []"), fields)
+    assert not _report_writes(ast.parse("shell.execution_count -= 1"), fields)
+    assert _report_writes(ast.parse("rep.execution_count -= 1"), fields)
 
 
 def _reads_of(tree: ast.Module, names: set[str]) -> list[str]:
