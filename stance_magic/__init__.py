@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .ranks import RankReport as RankReport
     from .render import BreakList, History
     from .report.cell import CellReport as CellReport
+    from .report.diff import CellDiff as CellDiff
     from .spec import MeasureSpec as MeasureSpec
     from .stance import Stance as Stance
     from .stance import StanceError as StanceError
@@ -47,6 +48,7 @@ __all__ = [
     "breaks",
     "bundle",
     "current_stance",
+    "diff",
     "get_engine",
     "history",
     "load_cache",
@@ -222,6 +224,27 @@ def history() -> History[CellReport]:
     from .render import History
 
     return History(get_engine().history)
+
+
+def diff(
+    a: int | str | CellReport | None = None, b: int | str | CellReport | None = None
+) -> CellDiff:
+    """What differs between two measured cells, B against A (``%stance diff``).
+
+    ``a`` and ``b`` name cells of the history: IPython's number (``7`` or
+    ``"In [7]"``), a position from the end (``-1``, the last), a report, or
+    a stance of the last ``--sweep`` (``"force_eager"``; ``"7:default"``
+    names one run of cell 7's sweep). Neither given: the last two measured
+    cells; ``a`` alone: that cell against the measured cell before it.
+    Every figure is read from the two reports; nothing runs again. An
+    unknown name raises :class:`stance_magic.build.diff.DiffError` (a
+    ``ValueError``) listing what can be named."""
+    from .build.diff import diff_cells, pick
+    from .engine import get_engine
+    from .notebook import cell_sources
+
+    first, second = pick(get_engine().history, a, b)
+    return diff_cells(first, second, cell_sources)
 
 
 def breaks() -> BreakList:

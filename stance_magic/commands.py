@@ -2,7 +2,7 @@
 
 ``%stance [STANCE]`` (show or set the session stance), ``%stance [STANCE]
 --ranks``, and the line commands of :data:`~stance_magic.options.COMMANDS`
-(``watch``, ``history``, ``breaks``, ``reset``, ``panel``, ``bundle``,
+(``watch``, ``history``, ``diff``, ``breaks``, ``reset``, ``panel``, ``bundle``,
 ``cache``), as in jupysql's ``cmd`` modules: each takes the engine and the
 line as :class:`~stance_magic.magics.StanceMagics` parsed and checked it, and
 does its work through the engine, which holds the state. A user's mistake is
@@ -19,7 +19,7 @@ from IPython.core.error import UsageError
 
 from .display import can_show_images, display_text
 from .engine import Engine, reset_note
-from .options import BUNDLE_USAGE, CACHE_USAGE, PRECOMPILE_USAGE
+from .options import BUNDLE_USAGE, CACHE_USAGE, DIFF_USAGE, PRECOMPILE_USAGE
 from .stance import Stance, StanceError, make_stance
 
 __all__ = [
@@ -150,6 +150,28 @@ def history(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
     return hist
 
 
+def diff(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
+    """``%stance diff [A [B]]``: two measured cells compared (see
+    :func:`stance_magic.diff`); a name that names no cell is a UsageError
+    listing what can be named."""
+    from .build.diff import DiffError, diff_cells, pick
+    from .notebook import cell_sources
+
+    names: list[str] = []
+    for word in rest:  # "In [7]" arrives as two words
+        if names and names[-1].lower() == "in" and word.startswith("["):
+            names[-1] += f" {word}"
+        else:
+            names.append(word)
+    if len(names) > 2:
+        raise UsageError(DIFF_USAGE)
+    try:
+        a, b = pick(engine.history, *names)
+    except DiffError as err:
+        raise UsageError(f"%stance diff: {err}") from None
+    return diff_cells(a, b, lambda: cell_sources(shell))
+
+
 def breaks(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
     """``%stance breaks``: the session's graph breaks."""
     from .render import BreakList
@@ -234,6 +256,7 @@ Command = Callable[[Engine, Any, Any, list[str]], Any]
 LINE_COMMANDS: dict[str, Command] = {
     "watch": watch,
     "history": history,
+    "diff": diff,
     "breaks": breaks,
     "reset": reset,
     "panel": panel,

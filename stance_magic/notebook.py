@@ -19,6 +19,7 @@ __all__ = [
     "cell_number",
     "cell_number_of_file",
     "cell_numbers",
+    "cell_sources",
     "in_reload",
     "running_cell_number",
     "sent_before",
@@ -37,6 +38,20 @@ def cell_numbers(shell: Any = None) -> dict[str, int]:
     shell = shell if shell is not None else _shell()
     names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
     return {k: v for k, v in names.items() if isinstance(v, int) and v > 0}
+
+
+def cell_sources(shell: Any = None) -> dict[int, str]:
+    """The code of each cell run so far, by its number, as IPython compiled
+    it (from ``linecache``, where IPython keeps every cell: a ``%%stance``
+    cell's body is a file of its own under the same number, joined here)."""
+    import linecache
+
+    out: dict[int, list[str]] = {}
+    for name, number in cell_numbers(shell).items():
+        lines = linecache.getlines(name)
+        if lines:
+            out.setdefault(number, []).append("".join(lines))
+    return {n: "\n".join(texts) for n, texts in out.items()}
 
 
 def cell_number_of_file(path: str) -> int | None:

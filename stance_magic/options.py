@@ -45,7 +45,7 @@ __all__ = [
     "word_problem",
 ]
 
-COMMANDS = ("watch", "history", "breaks", "reset", "panel", "bundle", "cache")
+COMMANDS = ("watch", "history", "diff", "breaks", "reset", "panel", "bundle", "cache")
 
 #: The forms of the magic: the cell magic, ``%stance [STANCE]`` (set or show
 #: the session stance), ``%stance [STANCE] --ranks``, and the line commands.
@@ -76,6 +76,7 @@ ACCEPTS: dict[str, frozenset[str]] = {
     "ranks": frozenset({"skip_guard_eval_unsafe", "backend", "quiet", "ranks"}),
     "watch": frozenset({"quiet"}),
     "history": frozenset({"csv", "json", "plot", "no_plot", "quiet"}),
+    "diff": frozenset({"quiet"}),
     "breaks": frozenset({"quiet"}),
     "bundle": frozenset({"quiet"}),
     "cache": frozenset({"quiet"}),
@@ -91,6 +92,10 @@ CACHE_USAGE = (
     "usage: %stance cache save PATH | %stance cache load PATH | %stance cache precompile [on|off]"
 )
 PRECOMPILE_USAGE = "usage: %stance cache precompile [on|off]"
+DIFF_USAGE = (
+    "usage: %stance diff [A [B]]: two measured cells (In [N] or N, -1 the last, "
+    "or a stance of the last --sweep); left out, the last two"
+)
 
 
 def max_repeat() -> int:
@@ -322,6 +327,12 @@ Line magic::
                                 an export prints one line (the table is not
                                 shown again); the chart needs a front end
                                 that shows images (Jupyter)
+    %stance diff [A [B]]        what differs between two measured cells, B
+                                against A: the change in wall time and why,
+                                then only the rows that differ (A, B: In [N]
+                                or N, -1 the last, a stance of the last
+                                --sweep; B alone: B against the cell before
+                                it; neither: the last two)
     %stance breaks              the session's graph breaks as a to-do list: by
                                 torch's graph-break type and your line, most
                                 costly first, with hints and documentation links
@@ -375,7 +386,7 @@ ARGUMENTS = (
         metavar="STANCE",
         help=_h(
             "The stance (left out: the session stance); on a line, or one of the "
-            "commands watch on|off, history, breaks, reset, panel, bundle PATH, "
+            "commands watch on|off, history, diff [A [B]], breaks, reset, panel, bundle PATH, "
             "cache save|load PATH, cache precompile on|off."
         ),
     ),

@@ -251,6 +251,10 @@ def _seen_fields(
         "kernel_breakdown": _kernel_parts(window, runtime=False),
         "first_run_breakdown": _kernel_parts(window, runtime=True),
         "cudagraphs": _cudagraphs(closed, frames, recompiles),
+        # the settings a diff of two cells compares (read as the cell ended;
+        # a window that saw nothing of torch.compile reads none, as the
+        # report of nothing does)
+        "settings": None if _nothing_seen(window) else probe.compile_settings(),
     }
 
 

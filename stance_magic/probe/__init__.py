@@ -58,6 +58,7 @@ from .messages import (
     guard_name,
     guard_tensor,
     guard_value,
+    guarded_globals,
     identity_guard,
     is_module_state,
     is_parameter,
@@ -147,6 +148,7 @@ from .releases import (
     delayed_callback_unlinked,
     delayed_stance_warning,
 )
+from .settings import settings as compile_settings
 from .stances import (
     COMPILED_REGION_MESSAGE,
     DELAYED_STANCES,
@@ -241,6 +243,7 @@ __all__ = [
     "callback_ref",
     "clocks",
     "compared_to",
+    "compile_settings",
     "constraint_detail",
     "cuda_in_use",
     "cudagraph_overwritten_output",
@@ -262,6 +265,7 @@ __all__ = [
     "guard_name",
     "guard_tensor",
     "guard_value",
+    "guarded_globals",
     "held",
     "hold",
     "identity_guard",

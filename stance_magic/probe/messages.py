@@ -139,6 +139,22 @@ def identity_guard(text: str) -> str | None:
     return m.group("expr") if m else None
 
 
+#: a global a guard reads: ``G['helper']`` of ``G['helper'].__code__``
+GLOBAL = re.compile(r"\bG\['(\w+)'\]")
+
+
+def guarded_globals(text: str) -> list[str]:
+    """The globals a guard's text names, in order: ``['helper']`` from
+    ``___check_obj_id(G['helper'].__code__, 1401)`` or torch's "Cache line
+    invalidated because G['helper'].__code__ got deallocated" (torch 2.8 to
+    2.15: Dynamo inlined those functions).
+
+    >>> guarded_globals("0/0: ___check_obj_id(G['helper'].__code__, 1401)")
+    ['helper']
+    """
+    return GLOBAL.findall(text)
+
+
 def dict_guard(text: str) -> tuple[str, str] | None:
     """(attribute, the object's expression) of torch's
     ``___dict_contains('lr', G['cfg'].__dict__)`` (an attribute set on or

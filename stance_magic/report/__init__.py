@@ -27,6 +27,8 @@ One module per section of the report (import every name from here):
   :class:`CudaGraphSkip`
 * ``compare``: :class:`Comparison` (``--compare``) and :class:`Gathered`
   (``--ranks``)
+* ``diff``: :class:`CellDiff`, :class:`DiffRow` and :class:`SourceDiff`
+  (two cells compared, ``%stance diff``)
 * ``rows``: the export row's columns made from the parts
 * ``deprecated``: the names of earlier releases, read with a warning
 """
@@ -41,6 +43,7 @@ from .cell import CellReport
 from .compare import Comparison, Gathered
 from .compiles import FrameCompile
 from .cudagraphs import CudaGraphFrame, CudaGraphs, CudaGraphSkip
+from .diff import CellDiff, DiffRow, SourceDiff
 from .lookups import GPU_BOUND as GPU_BOUND
 from .lookups import HOST_BOUND as HOST_BOUND
 from .lookups import CallAccount, CallParts, Lookups, LookupTarget
@@ -58,12 +61,14 @@ __all__ = [
     "CacheUse",
     "CallAccount",
     "CallParts",
+    "CellDiff",
     "CellReport",
     "Comparison",
     "CompileCaches",
     "CudaGraphFrame",
     "CudaGraphSkip",
     "CudaGraphs",
+    "DiffRow",
     "DynamicShapes",
     "FrameCompile",
     "Gathered",
@@ -76,4 +81,5 @@ __all__ = [
     "Recompile",
     "RecompileLimit",
     "Shared",
+    "SourceDiff",
 ]

@@ -145,6 +145,11 @@ class CellReport:
     first_run_breakdown: dict[str, float] = field(default_factory=dict)
     #: CUDA graphs recorded, replayed and skipped in the cell
     cudagraphs: CudaGraphs = field(default_factory=CudaGraphs)
+    #: torch's compile settings (``torch._dynamo.config``,
+    #: ``torch._inductor.config``) that differed from their defaults when the
+    #: cell ended: full name -> (value, default), each as its ``repr``; read
+    #: for a cell that saw torch.compile (None: not read, the cell saw none)
+    settings: dict[str, tuple[str, str]] | None = None
 
     @property
     def stance_label(self) -> str:

@@ -1,0 +1,103 @@
+"""What ``%stance diff`` costs: two cells of a 1,000-cell history compared,
+beside rendering one report.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_diff.py            # about 20 s on 2 cores
+    .venv/bin/python benchmarks/bench_diff.py --quick    # a smoke run
+
+The history is made of real reports: a handful of cells measured with
+``stance_magic.measure`` (a compile, a recompile for a new shape, cache
+hits, a cell under ``force_eager``, a graph break), repeated with their
+numbers changed until the history holds ``--cells`` reports. Then, in
+interleaved rounds, the medians of:
+
+- **diff**: naming two cells (``pick``, which scans the history), comparing
+  them (``diff_cells``) and making its text and HTML, as ``%stance diff 3
+  998`` does (a real diff: a recompile, a stance and the counts differ);
+- **report**: one report's text and HTML (``rep.views()``), what every
+  measured cell shows.
+
+Target: the diff under 50 ms. A missed target is printed, never fatal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import replace
+
+
+def _history(cells: int) -> list:
+    import torch
+
+    import stance_magic
+    from stance_magic.engine import get_engine
+
+    def f(x):
+        return x.sin() + 1
+
+    def g(x):
+        y = x.cos()
+        torch._dynamo.graph_break()
+        return y * 2
+
+    cf = torch.compile(f, backend="eager")
+    cg = torch.compile(g, backend="eager")
+    made = []
+    for stance, call in (
+        ("default", lambda: cf(torch.ones(3))),
+        ("default", lambda: cf(torch.ones(4))),
+        ("default", lambda: [cf(torch.ones(4)) for _ in range(20)]),
+        ("force_eager", lambda: cf(torch.ones(4))),
+        ("default", lambda: cg(torch.ones(3))),
+    ):
+        with stance_magic.measure(stance) as m:
+            call()
+        made.append(m.report)
+    get_engine().clear_history()
+    return [
+        replace(made[i % len(made)], index=i + 1, execution_count=i + 1) for i in range(cells)
+    ]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    rounds = 3 if args.quick else args.rounds
+
+    from stance_magic.build.diff import diff_cells, pick
+
+    history = _history(args.cells)
+    a_n, b_n = 2, args.cells - 2  # a recompile (In [2]) against force_eager
+    diff_t, report_t = [], []
+    rows = 0
+    for r in range(rounds):
+        for which in (("diff", "report") if r % 2 == 0 else ("report", "diff")):
+            t = time.perf_counter()
+            if which == "diff":
+                a, b = pick(history, a_n, b_n)
+                d = diff_cells(a, b)
+                d.text(), d.html()
+                diff_t.append(time.perf_counter() - t)
+                rows = len(d.rows)
+            else:
+                history[-1].views()
+                report_t.append(time.perf_counter() - t)
+    diff_ms = statistics.median(diff_t) * 1e3
+    report_ms = statistics.median(report_t) * 1e3
+    print(f"history: {len(history)} reports; In [{a_n}] vs In [{b_n}]: {rows} rows differ")
+    print(f"{'':34}{'median':>8}")
+    print(f"{'diff (pick + build + text + HTML)':34}{diff_ms:8.2f} ms")
+    print(f"{'one report (text + HTML)':34}{report_ms:8.2f} ms")
+    print(f"ratio diff / report: {diff_ms / report_ms:.2f}")
+    verdict = "met" if diff_ms < 50 else "MISSED"
+    print(f"target: diff under 50 ms: {verdict}")
+
+
+if __name__ == "__main__":
+    main()
