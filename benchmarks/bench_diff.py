@@ -13,8 +13,10 @@ numbers changed until the history holds ``--cells`` reports. Then, in
 interleaved rounds, the medians of:
 
 - **diff**: naming two cells (``pick``, which scans the history), comparing
-  them (``diff_cells``) and making its text and HTML, as ``%stance diff 3
-  998`` does (a real diff: a recompile, a stance and the counts differ);
+  them (``diff_cells``, which parses every cell's code once for the
+  functions it compares: a 1,000-cell notebook here) and making its text and
+  HTML, as ``%stance diff 2 998`` does (a real diff: a recompile, a stance
+  and the counts differ);
 - **report**: one report's text and HTML (``rep.views()``), what every
   measured cell shows.
 
@@ -57,9 +59,7 @@ def _history(cells: int) -> list:
             call()
         made.append(m.report)
     get_engine().clear_history()
-    return [
-        replace(made[i % len(made)], index=i + 1, execution_count=i + 1) for i in range(cells)
-    ]
+    return [replace(made[i % len(made)], index=i + 1, execution_count=i + 1) for i in range(cells)]
 
 
 def main() -> None:
@@ -73,15 +73,23 @@ def main() -> None:
     from stance_magic.build.diff import diff_cells, pick
 
     history = _history(args.cells)
+    # the notebook's code: a cell per report, each defining a function, and
+    # f redefined now and then (what a diff reads for the functions it shows)
+    cells = {
+        i + 1: (
+            f"def f(x):\n    return x * {i}\n" if i % 50 == 0 else f"def h{i}(x):\n    return x\n"
+        )
+        for i in range(args.cells)
+    }
     a_n, b_n = 2, args.cells - 2  # a recompile (In [2]) against force_eager
     diff_t, report_t = [], []
     rows = 0
     for r in range(rounds):
-        for which in (("diff", "report") if r % 2 == 0 else ("report", "diff")):
+        for which in ("diff", "report") if r % 2 == 0 else ("report", "diff"):
             t = time.perf_counter()
             if which == "diff":
                 a, b = pick(history, a_n, b_n)
-                d = diff_cells(a, b)
+                d = diff_cells(a, b, cells)
                 d.text(), d.html()
                 diff_t.append(time.perf_counter() - t)
                 rows = len(d.rows)

@@ -6,7 +6,8 @@ only thing a collapsed panel updates); opened, it shows that cell's report
 (as the shell's formatter makes it, less the headline the header says) and
 a chart of the cells that compiled, failed or changed stance, drawn only
 while the area is open, only when a cell changed something, and after the
-cell's reply where a kernel's event loop allows.
+cell's reply where a kernel's event loop allows; under them, two cells of
+the history compared (:mod:`stance_magic.widget_diff`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class LiveArea:
     _report: Any
     _chart: Any
     _chart_note: Any
+    _diff: Any
     if TYPE_CHECKING:
 
         @property
@@ -106,6 +108,8 @@ class LiveArea:
             # reads better at the notebook's own.
             html_text = without_headline(self._report_html(self._shown))
             self._report.value = f'<div style="line-height:1.4">{html_text}</div>'
+            # two cells compared, the last against the one before it unless picked
+            self._diff.refresh(self._engine.history)
         if self._chart_stale:
             self._schedule_chart()
 

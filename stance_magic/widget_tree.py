@@ -162,7 +162,11 @@ class PanelTree:
         self._chart.add_class("sm-chart")
         self._chart_height = HISTORY_HEIGHT_PX
         self._chart_note = W.HTML()
-        body = W.VBox([self._report, self._chart, self._chart_note])
+        from .widget_diff import DiffView
+
+        # two cells of the history and their diff (filled while the area is open)
+        self._diff = DiffView(getattr(self, "_shell", None))
+        body = W.VBox([self._report, self._chart, self._chart_note, self._diff.box])
         self._live = W.Accordion(children=[body], selected_index=None)
         self._live.set_title(0, NO_REPORT)
 

@@ -650,3 +650,35 @@ def test_the_summary_shows_frames_at_or_near_their_recompile_limit(
         assert "<lambda> at its recompile limit" in ui(p).live.titles[0]
     finally:
         torch._dynamo.config.recompile_limit = old
+
+
+def test_the_open_panel_compares_two_cells_of_its_history(ip: Any, make_panel: Any) -> None:
+    """Under the report, the last cell against the one before it (what
+    ``%stance diff`` says); picking two cells shows their diff; a collapsed
+    panel leaves it alone."""
+    from stance_magic.widget_diff import BEFORE
+
+    p = make_panel()
+    run(ip, "%%stance -q\ny = f(x)")
+    assert ui(p).diff_b.options == ()  # collapsed: not filled
+    p.expand()
+    run(ip, "%%stance -q\ny = f(torch.ones(4))")
+    run(ip, "%%stance force_eager -q\ny = f(torch.ones(4))")
+    hist = get_engine().history
+    first, second, third = hist[-3], hist[-2], hist[-1]
+    d = stance_magic.diff()  # the last two, as the panel shows by default
+    assert ui(p).diff_a.label == BEFORE and ui(p).diff_b.value == id(third)
+    assert html.escape(d.headline) in ui(p).diff_out.value
+    # pick In [first] against In [second]: the recompile
+    ui(p).diff_b.value = id(second)
+    ui(p).diff_a.value = id(first)
+    want = stance_magic.diff(first, second)
+    assert "1 recompile more" in want.headline
+    assert html.escape(want.headline) in ui(p).diff_out.value
+    # a new cell keeps B where the user put it
+    run(ip, "%%stance -q\ny = f(x)")
+    assert ui(p).diff_b.value == id(second)
+    # the first cell has none before it: said in one line
+    ui(p).diff_a.value = 0
+    ui(p).diff_b.value = id(hist[0])
+    assert "has no measured cell before it" in ui(p).diff_out.value

@@ -345,27 +345,40 @@ def _setting_rows(a: CellReport, b: CellReport) -> list[DiffRow]:
 
 
 # -- the code ------------------------------------------------------------------
-def _definition(source: str, name: str) -> str | None:
-    """The source of the last ``def name`` in ``source`` (or None)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
+#: the notebook's function definitions: name -> [(cell number, source)], by number
+Definitions = dict[str, list[tuple[int, str]]]
+
+
+def _definitions(cells: Mapping[int, str]) -> Definitions:
+    """Every ``def`` in the cells (each cell parsed once), by name; a cell
+    that defines a name twice counts its last."""
+    out: Definitions = {}
+    for number in sorted(cells):
+        source = cells[number]
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        last: dict[str, ast.AST] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if node.name not in last or node.lineno > last[node.name].lineno:  # type: ignore[attr-defined]
+                    last[node.name] = node
+        for name, node in last.items():
+            text = ast.get_source_segment(source, node, padded=True)
+            if text is not None:
+                out.setdefault(name, []).append((number, text))
+    return out
+
+
+def _defined_at(defs: Definitions, name: str, upto: int) -> tuple[int, str] | None:
+    """The last definition of ``name`` in a cell numbered ``upto`` or before."""
     found = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            if found is None or node.lineno > found.lineno:
-                found = node
-    return ast.get_source_segment(source, found, padded=True) if found is not None else None
-
-
-def _defined_at(cells: Mapping[int, str], name: str, upto: int) -> tuple[int, str] | None:
-    """The last cell numbered ``upto`` or before that defines ``name``."""
-    for number in sorted((n for n in cells if n <= upto), reverse=True):
-        text = _definition(cells[number], name)
-        if text is not None:
-            return number, text
-    return None
+    for number, text in defs.get(name, ()):
+        if number > upto:
+            break
+        found = (number, text)
+    return found
 
 
 def _function_names(rep: CellReport) -> list[str]:
@@ -380,14 +393,43 @@ def _function_names(rep: CellReport) -> list[str]:
     return list(dict.fromkeys(n for n in names if n.isidentifier()))
 
 
+def _called(source: str) -> list[str]:
+    """The names a function's code reads (the functions it may call)."""
+    try:
+        tree = ast.parse(source.strip())
+    except SyntaxError:
+        return []
+    return [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+
+
+def _reached(defs: Definitions, names: list[str], upto: int, depth: int = 3) -> list[str]:
+    """``names`` and the notebook's functions their code names, ``depth``
+    calls deep (what Dynamo traced into, as far as the cells' code says)."""
+    out = list(dict.fromkeys(names))
+    frontier = list(out)
+    for _ in range(depth):
+        found = []
+        for name in frontier:
+            got = _defined_at(defs, name, upto)
+            for callee in _called(got[1]) if got is not None else ():
+                if callee not in out and _defined_at(defs, callee, upto) is not None:
+                    out.append(callee)
+                    found.append(callee)
+        frontier = found
+    return out
+
+
 def _sources(a: CellReport, b: CellReport, cells: Mapping[int, str] | None) -> list[SourceDiff]:
     if not cells or not a.execution_count or not b.execution_count:
         return []
     out = []
-    # B's functions (a guard B failed was made when A's compile inlined it)
-    for name in _function_names(b):
-        x = _defined_at(cells, name, a.execution_count)
-        y = _defined_at(cells, name, b.execution_count)
+    defs = _definitions(cells)
+    # B's compiled functions, the globals its failed guards name (a guard
+    # made when A's compile inlined them) and the notebook's functions that
+    # their code calls
+    for name in _reached(defs, _function_names(b), b.execution_count):
+        x = _defined_at(defs, name, a.execution_count)
+        y = _defined_at(defs, name, b.execution_count)
         if x is None or y is None or x[1] == y[1]:
             continue
         lines = list(

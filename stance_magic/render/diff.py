@@ -29,7 +29,7 @@ def _value(v: Any, unit: str) -> str:
     if unit == "ratio":
         return f"{v:.2f}×"
     if unit == "text":
-        return shorten(str(v), 70)
+        return shorten(str(v), 44)
     return f"{v:,}"
 
 
@@ -59,15 +59,15 @@ def _cause(d: Any) -> str:
     """The main cause of the difference, in a few words ("" for none)."""
     row = d.row
     parts = []
+    st = row("stance")
+    if st is not None:
+        parts.append(f"stance {st.a} → {st.b}")
     err = row("error")
     if err is not None:
         if err.b:
             parts.append(f"failed ({str(err.b).split(':', 1)[0]})")
         else:
             parts.append(f"{d.a}'s error gone")
-    st = row("stance")
-    if st is not None:
-        parts.append(f"stance {st.a} → {st.b}")
     rec = row("recompiles")
     if rec is not None and rec.change:
         text = plural(abs(rec.change), "recompile") + (" more" if rec.change > 0 else " fewer")
