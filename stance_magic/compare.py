@@ -344,11 +344,55 @@ class SweepResult:
 
     CAPTION = "stance_magic sweep (each stance from cold compiled caches)"
 
+    def against_default(self) -> list[Any]:
+        """Each other stance's run against default's: a
+        :class:`~stance_magic.report.CellDiff` each (``%stance diff default
+        STANCE`` shows one whole); none without a default run."""
+        from .build.diff import diff_cells
+
+        base = next((r for r in self.reports if r.stance_label == "default"), None)
+        if base is None:
+            return []
+        return [diff_cells(base, r) for r in self.reports if r is not base]
+
+    def _against_lines(self) -> list[str]:
+        """One line per stance against default: its diff's headline, the
+        cells named by their stances."""
+        out = []
+        for d in self.against_default():
+            st = d.row("stance")
+            name = st.b if st is not None else d.b
+            line = d.headline.split(": ", 1)[1] if ": " in d.headline else d.headline
+            # the stance is the line's name: not again as its cause
+            line = line.replace(f": stance default → {name}, ", ": ").replace(
+                f": stance default → {name}", ""
+            )
+            out.append(f"{name} vs default: {line}")
+        return out
+
     def __str__(self) -> str:
-        return self.caption + "\n" + text_table(self.head, self.rows(), indent="  ")
+        lines = self._against_lines()
+        against = (
+            "\n  each stance against default (%stance diff default STANCE for the rows):\n"
+            + "\n".join(f"    {x}" for x in lines)
+            if lines
+            else ""
+        )
+        return self.caption + "\n" + text_table(self.head, self.rows(), indent="  ") + against
 
     def _repr_html_(self) -> str:
-        return html_table(self.head, self.rows(), caption=self.caption)
+        import html
+
+        lines = self._against_lines()
+        against = (
+            '<div style="font-size:12px;text-align:left">each stance against default '
+            '(<code>%stance diff default STANCE</code> for the rows):<ul style="margin:0">'
+            + "".join(f"<li>{html.escape(x)}</li>" for x in lines)
+            + "</ul></div>"
+            if lines
+            else ""
+        )
+        return html_table(self.head, self.rows(), caption=self.caption) + against
 
     @property
     def caption(self) -> str:

@@ -467,6 +467,14 @@ def test_sweep_every_stance_from_cold(sh):
     text = "\n".join(text_outputs(cap))
     assert "stance_magic sweep" in text and "fail_on_recompile" in text
     assert len(images(cap)) == 1
+    # each stance against default: its diff's headline, from the two reports
+    assert "each stance against default" in text
+    want = stance_magic.diff(by["default"], by["fail_on_recompile"])
+    assert want.row("recompiles").change == -1 and want.row("error") is not None  # type: ignore[union-attr]
+    assert "fail_on_recompile vs default: " in text and "failed (RuntimeError)" in text
+    fe = stance_magic.diff(by["default"], by["force_eager"])
+    wall = fe.headline.split(": ", 1)[1].split(": ", 1)[0]  # "-96.0 ms wall"
+    assert f"force_eager vs default: {wall}" in text
 
 
 def test_sweep_with_a_list_and_bad_names(sh):

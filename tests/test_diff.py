@@ -297,3 +297,29 @@ def test_the_settings_are_torchs_own(shell):
         for k in ("recompile_limit", "capture_scalar_outputs"):
             torch._dynamo.config._config[k].hide = False
     assert "torch._dynamo.config.recompile_limit" not in probe.compile_settings()
+
+
+def test_the_settings_snapshot_sees_every_change(shell):
+    """A setting changed between two reads is seen, also after torch itself
+    recomputed its hash in between (a compile does), in a ``patch`` block
+    and after ``del``; unchanged, the snapshot is the last one again."""
+    from stance_magic import probe
+
+    dyn = torch._dynamo.config
+    name = "torch._dynamo.config.recompile_limit"
+    first = probe.compile_settings()
+    assert probe.compile_settings() is first  # nothing changed: shared
+    dyn.recompile_limit = 4
+    dyn.get_hash()  # torch's own read clears its dirty flag
+    assert probe.compile_settings()[name][0] == "4"
+    with dyn.patch(recompile_limit=6):
+        assert probe.compile_settings()[name][0] == "6"
+    assert probe.compile_settings()[name][0] == "4"
+    dyn.capture_scalar_outputs = True  # a setting in torch's cache key
+    dyn.get_hash()
+    assert probe.compile_settings()["torch._dynamo.config.capture_scalar_outputs"][0] == "True"
+    del dyn.recompile_limit, dyn.capture_scalar_outputs
+    for k in ("recompile_limit", "capture_scalar_outputs"):
+        dyn._config[k].hide = False
+    after = probe.compile_settings()
+    assert name not in after and "torch._dynamo.config.capture_scalar_outputs" not in after
