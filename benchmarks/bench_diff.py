@@ -125,7 +125,8 @@ def _settings_cost(rounds: int) -> None:
     sh = InteractiveShell.instance()
     sh.run_cell("%load_ext stance_magic")
     sh.run_cell(
-        "import torch\nf = torch.compile(lambda x: x + 1, backend='eager')\nx = torch.ones(3)\ny = f(x)"
+        "import torch\nf = torch.compile(lambda x: x + 1, backend='eager')\n"
+        "x = torch.ones(3)\ny = f(x)"
     )
     real = probe.compile_settings
     cell = "%%stance -q\ny = f(x)"

@@ -21,9 +21,10 @@ a user does with the panel while experimenting:
 
 Screenshots go to ``build/test-artifacts/`` (``panel.png``, ``panel-open.png``,
 ``panel-busy.png``, ``panel-dark.png``, ``panel-restarted.png``, ``docs-panel.png``,
-``docs-report.png``). ``make screenshots`` runs this test with
-``STANCE_MAGIC_DOCS_IMAGES=docs/images``: when every check has passed, three of
-them are then copied there (``panel.png``, ``panel-dark.png``, ``report.png``), so
+``docs-report.png``, ``docs-diff.png``). ``make screenshots`` runs this test with
+``STANCE_MAGIC_DOCS_IMAGES=docs/images``: when every check has passed, four of
+them are then copied there (``panel.png``, ``panel-dark.png``, ``report.png``,
+``diff.png``), so
 the pictures in the README and the docs are of the code as it is. ``make test``
 leaves the tracked pictures alone: a clone is as clean after its tests as before.
 """
@@ -98,10 +99,25 @@ CELLS = [
     "%%stance default\n"
     "for n in (8, 16, 32):  # changing batch sizes\n"
     "    y = imodel(torch.randn(n, 64))",
+    # the docs' diff: the same cell again (warm), against the one that compiled
+    "%%stance default -q\nfor n in (8, 16, 32):\n    y = imodel(torch.randn(n, 64))",
+    "%stance diff",
 ]
-(SETUP, PANEL, MEASURED, TRIVIAL, SLEEP, CLOSE, REOPEN, SECOND, RECOMPILE, FAIL, REPORT) = range(
-    len(CELLS)
-)
+(
+    SETUP,
+    PANEL,
+    MEASURED,
+    TRIVIAL,
+    SLEEP,
+    CLOSE,
+    REOPEN,
+    SECOND,
+    RECOMPILE,
+    FAIL,
+    REPORT,
+    AGAIN,
+    DIFF,
+) = range(len(CELLS))
 
 
 def _free_port() -> int:
@@ -295,6 +311,7 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             "panel-restarted",
             "docs-panel",
             "docs-report",
+            "docs-diff",
         )
     }
     for shot in shots.values():
@@ -577,6 +594,16 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
         live_hint = live_report.locator(".sm-hint").first
         screen("docs-panel", cells.nth(PANEL), header, live_hint)
         screen("docs-report", cells.nth(REPORT), caption, hint)
+        # -- %stance diff: the warm run against the cold one --------------------
+        run(AGAIN)
+        run(DIFF)
+        diff = output(DIFF).locator(".sm-diff").first
+        diff_head = diff.locator(".sm-headline")
+        expect(diff_head).to_contain_text(" vs In [")
+        expect(diff_head).to_contain_text("1 recompile fewer")
+        expect(diff.locator("table.sm-diff-rows")).to_contain_text("recompiles")
+        expect(diff).to_contain_text("size mismatch")  # the recompile only in A
+        screen("docs-diff", cells.nth(AGAIN), diff_head)
     for shot in shots.values():
         assert shot.stat().st_size > 5_000, shot
     if not DOCS_IMAGES:
@@ -588,6 +615,7 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
         ("docs-panel", "panel.png"),
         ("panel-dark", "panel-dark.png"),
         ("docs-report", "report.png"),
+        ("docs-diff", "diff.png"),
     ):
         shutil.copyfile(shots[name], images / picture)
 
