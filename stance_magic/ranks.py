@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence
 
-from .text import fmt_s
+from .text import Shown, fmt_s
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -190,7 +190,7 @@ class RankFlag:
 
 
 @dataclass
-class RankReport:
+class RankReport(Shown):
     """Every rank's report of one measured block, combined on rank 0.
 
     ``rows`` has one :class:`RankSummary` per rank (rank order); ``reports``
@@ -263,15 +263,6 @@ class RankReport:
         from .render import MAX_DETAILS, ranks_html
 
         return ranks_html(self, MAX_DETAILS if max_details is None else max_details, verbose)
-
-    def __str__(self) -> str:
-        return self.text()
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(str(self))
 
 
 # -- divergence -----------------------------------------------------------------

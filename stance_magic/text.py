@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "Shown",
     "cell_label",
     "first_code_line",
     "fmt_bytes",
@@ -92,3 +93,26 @@ def cell_label(rep: Any) -> str:
     if number:
         return f"In [{number}]"
     return f"cell {rep.index}" if getattr(rep, "index", 0) else ""
+
+
+class Shown:
+    """What a shown result (a report, a diff, a gathered report) gives a
+    front end, from its own ``text()`` and ``html()``: ``str()``, Jupyter's
+    ``_repr_html_`` and IPython's pretty form."""
+
+    __slots__ = ()
+
+    def text(self) -> str:
+        raise NotImplementedError
+
+    def html(self) -> str:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))

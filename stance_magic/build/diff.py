@@ -236,6 +236,24 @@ _COUNTS = (
 )
 
 
+def _listed(
+    name: str,
+    key: str,
+    ka: Counter[str],
+    kb: Counter[str],
+    ra: Mapping[str, Any] | None = None,
+    rb: Mapping[str, Any] | None = None,
+) -> list[DiffRow]:
+    """The row of a list (frames, recompiles, ...) when the two cells' lists
+    differ: the counts (the summary rows' ``key`` where given, else the
+    lists' lengths) and a line for each entry only one of them has."""
+    if ka == kb:
+        return []
+    x = ra[key] if ra is not None else sum(ka.values())
+    y = rb[key] if rb is not None else sum(kb.values())
+    return [DiffRow(name, key, x, y, y - x, "count", _only(ka, kb))]
+
+
 def _rows(a: CellReport, b: CellReport) -> list[DiffRow]:
     ra, rb = a.summary_row(), b.summary_row()
     rows: list[DiffRow] = []
@@ -260,45 +278,9 @@ def _rows(a: CellReport, b: CellReport) -> list[DiffRow]:
             x, y = ra[f"{p}_s"], rb[f"{p}_s"]
             if _times_differ(x, y):
                 rows.append(DiffRow(f"compile time: {p}", f"{p}_s", x, y, y - x, "s"))
-    fa, fb = _frame_keys(a), _frame_keys(b)
-    if fa != fb:
-        rows.append(
-            DiffRow(
-                "frames traced",
-                "",
-                sum(fa.values()),
-                sum(fb.values()),
-                sum(fb.values()) - sum(fa.values()),
-                "count",
-                _only(fa, fb),
-            )
-        )
-    ka, kb = _recompile_keys(a), _recompile_keys(b)
-    if ka != kb:
-        rows.append(
-            DiffRow(
-                "recompiles",
-                "recompiles",
-                ra["recompiles"],
-                rb["recompiles"],
-                rb["recompiles"] - ra["recompiles"],
-                "count",
-                _only(ka, kb),
-            )
-        )
-    ga, gb = _break_keys(a), _break_keys(b)
-    if ga != gb:
-        rows.append(
-            DiffRow(
-                "graph breaks",
-                "graph_breaks",
-                ra["graph_breaks"],
-                rb["graph_breaks"],
-                rb["graph_breaks"] - ra["graph_breaks"],
-                "count",
-                _only(ga, gb),
-            )
-        )
+    rows += _listed("frames traced", "", _frame_keys(a), _frame_keys(b))
+    rows += _listed("recompiles", "recompiles", _recompile_keys(a), _recompile_keys(b), ra, rb)
+    rows += _listed("graph breaks", "graph_breaks", _break_keys(a), _break_keys(b), ra, rb)
     for name, key, unit in _COUNTS:
         if ra[key] != rb[key]:
             rows.append(DiffRow(name, key, ra[key], rb[key], rb[key] - ra[key], unit))
@@ -312,19 +294,7 @@ def _rows(a: CellReport, b: CellReport) -> list[DiffRow]:
     sb = b.compare.speedup if b.compare is not None else None
     if sa and sb and max(sa, sb) / min(sa, sb) > TIME_RATIO:
         rows.append(DiffRow("speedup over eager", "speedup", sa, sb, sb - sa, "ratio"))
-    da, db = _dynamic_keys(a), _dynamic_keys(b)
-    if da != db:
-        rows.append(
-            DiffRow(
-                "dynamic dimensions",
-                "",
-                sum(da.values()),
-                sum(db.values()),
-                sum(db.values()) - sum(da.values()),
-                "count",
-                _only(da, db),
-            )
-        )
+    rows += _listed("dynamic dimensions", "", _dynamic_keys(a), _dynamic_keys(b))
     rows += _setting_rows(a, b)
     return rows
 

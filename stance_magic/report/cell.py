@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..place import holds_places, worded
-from ..text import first_code_line
+from ..text import Shown, first_code_line
 from .breaks import GraphBreak
 from .caches import CompileCaches, LoadedFunction, PrecompiledFrame, Shared
 from .compare import Comparison, Gathered
@@ -30,7 +30,7 @@ __all__ = ["CellReport"]
 
 @holds_places
 @dataclass
-class CellReport:
+class CellReport(Shown):
     """What torch.compile did and cost in one measured cell.
 
     All times are seconds. ``compile_s`` is the sum of torch's own
@@ -380,15 +380,6 @@ class CellReport:
         n = MAX_DETAILS if max_details is None else max_details
         lines = self.advice() if hints else ()
         return report_text(self, n, verbose, lines), report_html(self, n, verbose, lines)
-
-    def __str__(self) -> str:
-        return self.text()
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(str(self))
 
     def __getattr__(self, name: str) -> Any:
         # only reached for a name the report does not have: the old flat names

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..text import Shown
+
 __all__ = ["CellDiff", "DiffRow", "SourceDiff"]
 
 
@@ -44,7 +46,7 @@ class SourceDiff:
 
 
 @dataclass(frozen=True)
-class CellDiff:
+class CellDiff(Shown):
     """What differs between two measured cells, B against A (``B - A``).
 
     Every figure is read from the two reports as they state them (and the
@@ -96,12 +98,3 @@ class CellDiff:
         from ..render.diff import diff_html
 
         return diff_html(self)
-
-    def __str__(self) -> str:
-        return self.text()
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(str(self))
