@@ -168,15 +168,39 @@ def test_an_edited_helper_that_the_function_inlines(shell):
 
 
 def test_two_identical_runs_say_so(shell):
+    """Two runs of one cell differ in no count, place, setting or code; only
+    their times may (a busy machine can stretch a tiny cell past the noise
+    rule: the rule itself is tested with exact figures below), and the
+    headline says "the same" exactly when no row is left."""
     run(shell, SETUP)
     _cell(shell, "cf(torch.ones(3))")
     a = _cell(shell, "for _ in range(3): cf(torch.ones(3))")
     b = _cell(shell, "for _ in range(3): cf(torch.ones(3))")
     d = _diff(shell)
-    # their times are tiny, so within the rule: nothing but noise
-    assert d.same and d.rows == [] and d.sources == []
-    assert d.headline.startswith(f"In [{b.execution_count}] vs In [{a.execution_count}]: the same")
-    assert "within noise" in d.headline and d.noise in d.text()
+    assert d.sources == []
+    assert {r.key for r in d.rows} <= {"wall_s", "compile_s", "per_lookup_s"}, d.rows
+    head = f"In [{b.execution_count}] vs In [{a.execution_count}]: "
+    assert d.same is (d.rows == [])
+    if d.same:
+        assert d.headline.startswith(head + "the same") and "within noise" in d.headline
+    assert d.noise in d.text()
+
+
+def test_the_lookup_cost_is_compared_only_over_enough_lookups():
+    from stance_magic.build.diff import LOOKUP_MIN_TIMED
+    from stance_magic.report import Lookups
+
+    def rep(per: float, timed: int, n: int) -> CellReport:
+        return _rep(index=n, execution_count=n, lookups=Lookups(per_lookup_s=per, timed=timed))
+
+    # 8 µs against 15 µs: over 1.25× and 5 µs apart
+    few = diff_cells(rep(8e-6, 3, 1), rep(15e-6, 3, 2))
+    assert few.row("per_lookup_s") is None and few.same  # 3 lookups: the first, cold ones
+    many = diff_cells(rep(8e-6, LOOKUP_MIN_TIMED, 1), rep(15e-6, LOOKUP_MIN_TIMED, 2))
+    row = many.row("per_lookup_s")
+    assert row is not None and row.change == pytest.approx(7e-6) and not many.same
+    close = diff_cells(rep(8e-6, 50, 1), rep(12e-6, 50, 2))  # 4 µs apart
+    assert close.row("per_lookup_s") is None
 
 
 def test_names_and_mistakes(shell):

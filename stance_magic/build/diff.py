@@ -24,6 +24,7 @@ from ..text import cell_label
 
 __all__ = [
     "LOOKUP_MIN_S",
+    "LOOKUP_MIN_TIMED",
     "MEMORY_MIN_BYTES",
     "NOISE",
     "TIME_MIN_S",
@@ -39,15 +40,19 @@ TIME_RATIO = 1.25
 #: ... and they are further apart than this (seconds; for a cell's times)
 TIME_MIN_S = 1e-3
 #: the same for a cache lookup's cost a call (a cell of one call times one
-#: lookup: a few microseconds apart is noise)
+#: lookup: a few microseconds apart is noise) ...
 LOOKUP_MIN_S = 5e-6
+#: ... and compared only when each cell timed this many lookups (a cell of
+#: a few calls times its first, cold lookups: 8 µs in one run, 15 in the next)
+LOOKUP_MIN_TIMED = 8
 #: memory peaks differ beyond this many bytes and 10 %
 MEMORY_MIN_BYTES = 1 << 20
 MEMORY_RATIO = 1.10
 #: the rule in words (the diff states it)
 NOISE = (
     f"times differ when one is over {TIME_RATIO}× the other and they are over "
-    f"1 ms apart (a lookup's cost: 5 µs); counts, places, settings and code "
+    f"1 ms apart (a lookup's cost: 5 µs, with {LOOKUP_MIN_TIMED} lookups timed in each); "
+    f"counts, places, settings and code "
     f"when they are not equal"
 )
 #: lines of a function's unified diff shown, at most
@@ -285,7 +290,8 @@ def _rows(a: CellReport, b: CellReport) -> list[DiffRow]:
         if ra[key] != rb[key]:
             rows.append(DiffRow(name, key, ra[key], rb[key], rb[key] - ra[key], unit))
     la, lb = a.lookups.per_lookup_s, b.lookups.per_lookup_s
-    if la is not None and lb is not None and _times_differ(la, lb, LOOKUP_MIN_S):
+    enough = min(a.lookups.timed, b.lookups.timed) >= LOOKUP_MIN_TIMED
+    if la is not None and lb is not None and enough and _times_differ(la, lb, LOOKUP_MIN_S):
         rows.append(DiffRow("cache lookup a call", "per_lookup_s", la, lb, lb - la, "s"))
     pa, pb = a.peak_bytes, b.peak_bytes
     if pa is not None and pb is not None and _bytes_differ(pa, pb):
