@@ -10,6 +10,7 @@ another, and A is "the cell before B" unless picked.
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING, Any
 
 from .build.diff import DiffError, diff_cells, pick
@@ -103,13 +104,7 @@ class DiffView:
         try:
             first, second = pick(self._history, a, b) if a is not None else pick(self._history, b)
         except DiffError as err:
-            self.out.value = f'<i class="sm-hint">{_escape(str(err))}</i>'
+            self.out.value = f'<i class="sm-hint">{html.escape(str(err))}</i>'
             return
         d = diff_cells(first, second, lambda: cell_sources(self._shell))
         self.out.value = f'<div style="line-height:1.4">{d._repr_html_()}</div>'
-
-
-def _escape(text: str) -> str:
-    import html
-
-    return html.escape(text)
