@@ -360,6 +360,50 @@ def _worker(env_dir: Path, *args: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _phases_agree_with_torch(fig: dict, path: str) -> None:
+    """Each compile's phases, against the fields of torch's record: Dynamo is
+    its cumulative time less the backend call (AOTAutograd's cumulative
+    field, which times the whole call), Inductor and code generation its
+    own fields, AOTAutograd the rest of the backend call; they add up to
+    the record's total."""
+    assert fig["phases"], path
+    for p in fig["phases"]:
+        ours, t = p["ours"], p["torch"]
+        us = {k: (v or 0) / 1e6 for k, v in t.items() if k.endswith("_us")}
+        where = f"{path}, {p['kind']}: ours {ours}, torch's {t}"
+        assert ours["codegen"] == pytest.approx(us["codegen_us"], abs=1e-6), where
+        assert ours["backend"] + ours["codegen"] == pytest.approx(us["inductor_us"], abs=1e-6), (
+            where
+        )
+        if p["kind"] == "frame":
+            assert ours["dynamo"] == pytest.approx(us["dynamo_us"] - us["aot_us"], abs=1e-6), where
+            backend_call = ours["aot_autograd"] + ours["backend"] + ours["codegen"]
+            assert backend_call == pytest.approx(us["aot_us"], abs=1e-6), where
+        assert sum(ours.values()) == pytest.approx(t["total_s"], abs=1e-6), where
+
+
+@pytest.mark.inductor
+def test_the_phases_agree_with_torchs_records_on_every_cache_path(cold, tmp_path):
+    """Cold (both caches miss), an AOTAutograd cache hit (a second process:
+    AOTAutograd loads the graphs, Inductor times nothing, and the time is
+    AOTAutograd's), and an FX graph cache hit alone (the AOTAutograd cache
+    turned off)."""
+    _phases_agree_with_torch(cold.fig, "cold")
+    warm = _worker(cold.dir)
+    assert warm["report"]["aot_hits"] == 1
+    hit = next(p for p in warm["phases"] if p["kind"] == "frame")
+    assert not hit["torch"]["inductor_us"] and hit["ours"]["backend"] == 0.0
+    assert hit["ours"]["aot_autograd"] > 0
+    _phases_agree_with_torch(warm, "AOTAutograd cache hit")
+    d = tmp_path / "inference-cache"
+    d.mkdir()
+    first = _worker(d, "--no-aot-cache")
+    _phases_agree_with_torch(first, "cold, no AOTAutograd cache")
+    again = _worker(d, "--no-aot-cache")
+    assert again["report"]["fx_hits"] >= 1 and again["report"]["aot_hits"] == 0
+    _phases_agree_with_torch(again, "FX graph cache hit")
+
+
 @pytest.mark.inductor
 def test_cold_compile_misses_match_torch_records_counters_and_files(cold):
     fig = cold.fig

@@ -54,6 +54,38 @@ def records_during(get_metrics, fn, *args) -> list:
     return [r for r in get_metrics() if t0 <= (r.start_time_us or 0) <= t1] + [rep]
 
 
+def phases(rep, records) -> list[dict]:
+    """Each compile's phases as the report splits them, beside the fields of
+    torch's record they are read from (µs, None where torch left one unset)."""
+    out = []
+    for r in records:
+        if getattr(r, "is_runtime", False):
+            continue
+        kind = "frame" if r.co_name is not None else "backward"
+        frame = next(
+            (f for f in rep.frames if f.compile_id == str(r.compile_id) and f.kind == kind), None
+        )
+        if frame is None:
+            continue
+        out.append(
+            {
+                "kind": kind,
+                "ours": frame.phases,
+                "seconds": frame.seconds,
+                "torch": {
+                    "total_s": r.entire_frame_compile_time_s or (r.duration_us or 0) / 1e6,
+                    "dynamo_us": r.dynamo_cumulative_compile_time_us,
+                    "aot_us": r.aot_autograd_cumulative_compile_time_us,
+                    "inductor_us": r.inductor_cumulative_compile_time_us,
+                    "codegen_us": r.inductor_code_gen_cumulative_compile_time_us,
+                    "aot_hits": r.aotautograd_local_cache_hit_count,
+                    "fx_hits": r.inductor_fx_local_cache_hit_count,
+                },
+            }
+        )
+    return out
+
+
 def figures(rep, records, counters_grown) -> dict:
     """The report's cache figures with torch's for the same compile."""
     from stance_magic.probe import caches as pc
@@ -89,6 +121,7 @@ def figures(rep, records, counters_grown) -> dict:
             for cache, ks in keys.items()
         },
         "cache_dir": pc.cache_dir(),
+        "phases": phases(rep, records),
     }
 
 
@@ -130,6 +163,8 @@ def main(argv: list[str]) -> int:
     model, x = make()
     cmodel = torch.compile(model)
     before = pc.counters_snapshot()
+    if "--no-aot-cache" in argv:
+        torch._functorch.config.enable_autograd_cache = False
     records = records_during(get_compilation_metrics, step, cmodel, x)
     rep = records.pop()
     now = pc.counters_snapshot()

@@ -94,6 +94,9 @@ class RecordInfo:
     aot_seconds: float | None = None
     aot_graph: bool = False
     aot_failed: str | None = None
+    #: the functions Dynamo traced for this frame, as torch's dynamo_profiler
+    #: timed them (empty: it was off, or this torch has none; see probe.tracing)
+    traced: list[Any] = field(default_factory=list, repr=False, compare=False)
 
 
 #: The attribute of an exception that names the compile records torch wrote
@@ -178,7 +181,10 @@ def record_phases(rec: Any, aot_autograd: bool | None = None) -> dict[str, float
     ``aot_autograd=False`` says AOTAutograd never ran in this compile (the
     recorder saw it build no dispatcher): torch's
     ``aot_autograd_cumulative_compile_time_us`` then times the whole backend
-    call, which is the backend's time, not AOTAutograd's.
+    call, which is the backend's time, not AOTAutograd's. But for an
+    AOTAutograd cache hit (the record counts one): AOTAutograd then loads
+    its compiled graphs without building a dispatcher, Inductor times
+    nothing, and that time is AOTAutograd's.
     """
 
     def us(name: str) -> float:
@@ -194,7 +200,10 @@ def record_phases(rec: Any, aot_autograd: bool | None = None) -> dict[str, float
     else:
         dynamo_total = min(us("dynamo_cumulative_compile_time_us") or total, total)
         aot_total = us("aot_autograd_cumulative_compile_time_us")
-        if aot_total and aot_autograd is False:
+        aot_hit = (getattr(rec, "aotautograd_local_cache_hit_count", 0) or 0) + (
+            getattr(rec, "aotautograd_remote_cache_hit_count", 0) or 0
+        )
+        if aot_total and aot_autograd is False and not aot_hit:
             backend_total = min(aot_total, dynamo_total)
             aot = 0.0
             backend = backend_total - codegen
