@@ -110,6 +110,7 @@ def measure(
     ranks: bool | Literal["summary", "full"] = False,
     trace: str | os.PathLike[str] | None = None,
     timeline: str | os.PathLike[str] | None = None,
+    trace_functions: bool = True,
     **deprecated: Any,
 ) -> ContextManager[Measured]:
     """Run a block under a stance and measure what torch.compile did.
@@ -128,7 +129,8 @@ def measure(
     (``rep.shared.trace_file``, ``rep.shared.tlparse_index``);
     ``timeline=FILE`` writes a Chrome-trace/Perfetto JSON of the block
     (``rep.shared.timeline_file``); :func:`bundle` zips a report for a bug
-    report.
+    report. ``trace_functions=False`` leaves torch's ``dynamo_profiler`` off
+    (on torch 2.13+ it times Dynamo's tracing by function: ``rep.tracing``).
 
     ``ranks=True`` (inside an initialized ``torch.distributed`` process
     group, on every rank) sends each rank's summary to rank 0 when the block
@@ -177,6 +179,7 @@ def measure(
         trace=os.fspath(trace) if trace is not None else None,
         timeline=os.fspath(timeline) if timeline is not None else None,
         ranks=mode,
+        trace_functions=trace_functions,
     )
     return engine.measure(spec)
 

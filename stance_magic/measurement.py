@@ -78,6 +78,9 @@ class Measurement:
             self._sharing = Sharing(spec.trace, spec.timeline)
             watches.append(self._sharing)
         watches += engine.watches
+        for w in watches:
+            if isinstance(w, probe.Recorder):
+                w.trace_functions(spec.trace_functions)
         self._profiler: probe.ProfilerWatch | None = None
         regions = self._sharing is not None and self._sharing.wants_regions
         if spec.profile_lookups or spec.memory or regions:

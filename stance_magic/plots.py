@@ -32,14 +32,14 @@ COLORS = {
 }
 
 
-def _figure(height: float = 2.8) -> Figure:
+def new_figure(height: float = 2.8) -> Figure:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI, layout="constrained")
     return fig
 
 
-def _unit(max_s: float) -> tuple[float, str]:
+def time_unit(max_s: float) -> tuple[float, str]:
     if max_s >= 1:
         return 1.0, "s"
     if max_s >= 1e-3:
@@ -68,7 +68,7 @@ def show_figure(fig: Any, text: str | None = None) -> None:
     display(data, raw=True)
 
 
-def _stacked(
+def stacked_bars(
     ax: Any, labels: Sequence[str], segments: Sequence[tuple[str, str, Sequence[float]]]
 ) -> None:
     """Horizontal stacked bars: one bar per label, segments (name, color, values)."""
@@ -85,12 +85,12 @@ def _stacked(
     ax.set_axisbelow(True)
 
 
-def _legend(ax: Any) -> None:
+def legend_outside(ax: Any) -> None:
     """Legend outside the axes, right of them, so it never hides a bar."""
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
-def _annotate(ax: Any, y: int, x: float, text: str) -> None:
+def annotate(ax: Any, y: int, x: float, text: str) -> None:
     ax.text(x, y, "  " + text, va="center", fontsize=7.5, color="#333333")
 
 
@@ -107,10 +107,10 @@ def report_figure(rep: Any) -> Figure:
         guard.insert(0, 0.0)
         exe.insert(0, 0.0)
         eager.insert(0, eager_s)
-    scale, unit = _unit(max(rep.wall_s, eager_s or 0.0))
-    fig = _figure(1.2 + 0.45 * len(labels))
+    scale, unit = time_unit(max(rep.wall_s, eager_s or 0.0))
+    fig = new_figure(1.2 + 0.45 * len(labels))
     ax = fig.add_subplot()
-    _stacked(
+    stacked_bars(
         ax,
         labels,
         [
@@ -131,7 +131,7 @@ def report_figure(rep: Any) -> Figure:
     ax.set_xlabel(f"wall time of the cell ({unit})")
     which = cell_label(rep)
     ax.set_title(f"{which}: {summary}" if which else summary, fontsize=9, loc="left")
-    _legend(ax)
+    legend_outside(ax)
     return fig
 
 
@@ -142,11 +142,11 @@ def compare_figure(result: Any) -> Figure:
     rep = result.report
     compile_first = min(rep.compile_s, first_c)
     labels = ["force_eager", rep.stance_label]
-    scale, unit = _unit(max([*eager, *comp, 1e-9]))
-    fig = _figure(2.9)
+    scale, unit = time_unit(max([*eager, *comp, 1e-9]))
+    fig = new_figure(2.9)
     axes = fig.subplots(1, 2)
     ax = axes[0]
-    _stacked(
+    stacked_bars(
         ax,
         labels,
         [
@@ -157,10 +157,10 @@ def compare_figure(result: Any) -> Figure:
     )
     ax.set_xlabel(f"first run ({unit})")
     ax.set_title("first run (compile included)", fontsize=10, loc="left")
-    _legend(ax)
+    legend_outside(ax)
     ax = axes[1]
     se, sc = result.eager_steady, result.compiled_steady
-    sscale, sunit = _unit(max(se.median, sc.median, 1e-9))
+    sscale, sunit = time_unit(max(se.median, sc.median, 1e-9))
     y = [0, 1]
     med = [se.median * sscale, sc.median * sscale]
     err = [
@@ -183,17 +183,17 @@ def sweep_figure(result: Any) -> Figure:
     reps = result.reports
     labels = [r.stance_label + (" (error)" if r.error else "") for r in reps]
     walls = [r.wall_s for r in reps]
-    scale, unit = _unit(max([*walls, 1e-9]))
+    scale, unit = time_unit(max([*walls, 1e-9]))
     comp = [r.compile_s * scale for r in reps]
     guard = [(r.lookups.seconds or 0.0) * scale for r in reps]
     exe = [max(r.wall_s - r.compile_s - (r.lookups.seconds or 0.0), 0.0) * scale for r in reps]
     memory = bool(getattr(result, "memory", False))
-    fig = _figure(1.0 + 0.42 * len(reps))
+    fig = new_figure(1.0 + 0.42 * len(reps))
     if memory:
         ax, mx = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
     else:
         ax = fig.add_subplot()
-    _stacked(
+    stacked_bars(
         ax,
         labels,
         [
@@ -207,7 +207,7 @@ def sweep_figure(result: Any) -> Figure:
         peaks = [(r.peak_bytes or 0) / 1e6 for r in reps]
         mx.barh(range(len(reps)), peaks, color=COLORS["memory"], height=0.6)
         for i, r in enumerate(reps):
-            _annotate(mx, i, peaks[i], fmt_bytes(r.peak_bytes))
+            annotate(mx, i, peaks[i], fmt_bytes(r.peak_bytes))
         mx.set_xlabel("MB above the start")
         mx.set_title("first-run peak memory", fontsize=10, loc="left")
         mx.set_xlim(0, max(peaks) * 1.6 or 1.0)
@@ -215,7 +215,7 @@ def sweep_figure(result: Any) -> Figure:
         mx.set_axisbelow(True)
 
     for i, r in enumerate(reps):
-        _annotate(
+        annotate(
             ax,
             i,
             r.wall_s * scale,
@@ -226,7 +226,7 @@ def sweep_figure(result: Any) -> Figure:
     if memory:  # no room on the right: the legend goes under the time axis
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.3), ncol=3, frameon=False)
     else:
-        _legend(ax)
+        legend_outside(ax)
     ax.set_xlim(0, max(walls) * scale * 1.8 or 1.0)
     return fig
 
@@ -301,7 +301,7 @@ def _char_px(size_pt: float) -> float:
     return size_pt * DPI / 72 * 0.6
 
 
-def _fit(text: str, px: float, size_pt: float) -> str:
+def fit_text(text: str, px: float, size_pt: float) -> str:
     """``text`` shortened with … to about ``px`` pixels at ``size_pt``."""
     room = int(px / _char_px(size_pt))
     if len(text) <= room:
@@ -417,7 +417,7 @@ class _HistoryKey:
 
         self.unnamed: list[str] = []
         for a, b, label in spans:
-            if _fit(label, (b - a) * slot - 6, KEY_PT) != label and label not in self.unnamed:
+            if fit_text(label, (b - a) * slot - 6, KEY_PT) != label and label not in self.unnamed:
                 self.unnamed.append(label)
         self.caption = "↻ recompiles · ⎇ graph breaks · ✗ failed (hatched)"
         if memory:
@@ -476,7 +476,9 @@ class _HistoryKey:
             for i in line:
                 label = self.unnamed[i]
                 shown_label = (
-                    label if self.text_px(label) <= self.room else _fit(label, self.room, KEY_PT)
+                    label
+                    if self.text_px(label) <= self.room
+                    else fit_text(label, self.room, KEY_PT)
                 )
                 fig.text(
                     x_px / W,
@@ -498,7 +500,7 @@ def _history_bars(ax: Any, shown: Sequence[Any], slots: int, plot_h: float, memo
     n = len(shown)
     x = list(range(n))
     walls = [r.wall_s for r in shown]
-    scale, unit = _unit(max([*walls, 1e-9]))
+    scale, unit = time_unit(max([*walls, 1e-9]))
     comp = [r.compile_s * scale for r in shown]
     guard = [(r.lookups.seconds or 0.0) * scale for r in shown]
     rest = [max(r.wall_s * scale - c - g, 0.0) for r, c, g in zip(shown, comp, guard)]
@@ -588,7 +590,7 @@ def _stance_band(
     for a, b, label in spans:
         tint = tints.setdefault(label, STANCE_TINTS[len(tints) % len(STANCE_TINTS)])
         band.axvspan(a - 0.5 + 0.03, b - 0.5 - 0.03, color=tint, linewidth=0)
-        fitted = _fit(label, (b - a) * slot - 6, KEY_PT)
+        fitted = fit_text(label, (b - a) * slot - 6, KEY_PT)
         if fitted == label or len(fitted) >= 6:
             band.text(
                 (a + b - 1) / 2, 0.5, fitted, ha="center", va="center", fontsize=KEY_PT, color=INK
@@ -627,8 +629,8 @@ def ranks_figure(view: Any, max_bars: int = MAX_RANK_BARS) -> Figure:
     flagged = set(view.flagged_ranks)
     slowest = max(rows, key=lambda r: r.compile_s) if rows else None
     if len(rows) > max_bars:
-        scale, unit = _unit(max([r.compile_s for r in rows] + [1e-9]))
-        fig = _figure(2.8)
+        scale, unit = time_unit(max([r.compile_s for r in rows] + [1e-9]))
+        fig = new_figure(2.8)
         ax = fig.add_subplot()
         x = [r.rank for r in rows]
         y = [r.compile_s * scale for r in rows]
@@ -643,11 +645,11 @@ def ranks_figure(view: Any, max_bars: int = MAX_RANK_BARS) -> Figure:
             loc="left",
         )
         return fig
-    scale, unit = _unit(max([r.wall_s for r in rows] + [1e-9]))
+    scale, unit = time_unit(max([r.wall_s for r in rows] + [1e-9]))
     labels = [f"rank {r.rank}" + (" !" if r.rank in flagged else "") for r in rows]
-    fig = _figure(1.2 + 0.42 * len(rows))
+    fig = new_figure(1.2 + 0.42 * len(rows))
     ax = fig.add_subplot()
-    _stacked(
+    stacked_bars(
         ax,
         labels,
         [
@@ -689,5 +691,5 @@ def ranks_figure(view: Any, max_bars: int = MAX_RANK_BARS) -> Figure:
     ax.set_title(title, fontsize=9, loc="left")
     ax.set_xlabel(f"wall time of the block on each rank ({unit})")
     ax.set_xlim(0, max(r.wall_s for r in rows) * scale * 1.7 or 1.0)
-    _legend(ax)
+    legend_outside(ax)
     return fig

@@ -46,6 +46,10 @@ class MeasureSpec:
     watch
         A watched cell (``%stance watch on``): its report joins the history
         only when the cell used torch.compile.
+    trace_functions
+        Time Dynamo's tracing by function with torch's ``dynamo_profiler``
+        (torch 2.13+; the report's "tracing by function"). Set by the
+        outermost block of nested ones.
     """
 
     stance: Stance | None = None
@@ -58,6 +62,7 @@ class MeasureSpec:
     timeline: str | None = None
     ranks: Literal["summary", "full"] | None = None
     watch: bool = False
+    trace_functions: bool = True
 
     def check(self) -> None:
         """Refuse a trace directory or timeline file that cannot be written,

@@ -21,10 +21,10 @@ a user does with the panel while experimenting:
 
 Screenshots go to ``build/test-artifacts/`` (``panel.png``, ``panel-open.png``,
 ``panel-busy.png``, ``panel-dark.png``, ``panel-restarted.png``, ``docs-panel.png``,
-``docs-report.png``, ``docs-diff.png``). ``make screenshots`` runs this test with
-``STANCE_MAGIC_DOCS_IMAGES=docs/images``: when every check has passed, four of
-them are then copied there (``panel.png``, ``panel-dark.png``, ``report.png``,
-``diff.png``), so
+``docs-report.png``, ``docs-diff.png``, ``docs-tracing.png``). ``make screenshots``
+runs this test with ``STANCE_MAGIC_DOCS_IMAGES=docs/images``: when every check has
+passed, five of them are then copied there (``panel.png``, ``panel-dark.png``,
+``report.png``, ``diff.png``, ``tracing-lab.png``), so
 the pictures in the README and the docs are of the code as it is. ``make test``
 leaves the tracked pictures alone: a clone is as clean after its tests as before.
 """
@@ -46,6 +46,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+
+from stance_magic import probe
 
 pytestmark = pytest.mark.browser
 
@@ -102,6 +104,13 @@ CELLS = [
     # the docs' diff: the same cell again (warm), against the one that compiled
     "%%stance default -q\nfor n in (8, 16, 32):\n    y = imodel(torch.randn(n, 64))",
     "%stance diff",
+    # the docs' tracing by function: a GPT-2 from a small config, its first call
+    "%%stance -v --no-plot\n"
+    "from transformers import GPT2Config, GPT2LMHeadModel\n"
+    "cfg = GPT2Config(n_layer=4, n_embd=128, n_head=4, vocab_size=1000, n_positions=128)\n"
+    'gpt2 = torch.compile(GPT2LMHeadModel(cfg).eval(), backend="aot_eager")\n'
+    "with torch.no_grad():\n"
+    "    out = gpt2(torch.randint(0, 1000, (1, 32)))",
 ]
 (
     SETUP,
@@ -117,6 +126,7 @@ CELLS = [
     REPORT,
     AGAIN,
     DIFF,
+    TRACING,
 ) = range(len(CELLS))
 
 
@@ -312,6 +322,7 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             "docs-panel",
             "docs-report",
             "docs-diff",
+            "docs-tracing",
         )
     }
     for shot in shots.values():
@@ -604,6 +615,19 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
         expect(diff.locator("table.sm-diff-rows")).to_contain_text("recompiles")
         expect(diff).to_contain_text("size mismatch")  # the recompile only in A
         screen("docs-diff", cells.nth(AGAIN), diff_head)
+        # -- tracing by function: GPT-2's row and its details (torch 2.13+) ------
+        run(TRACING)
+        traced = output(TRACING).locator(".sm-report-html").first
+        if probe.tracing_profiler() is not None:
+            expect(traced).to_contain_text("tracing by function")
+            expect(traced).to_contain_text("GPT2Attention.forward")
+            expect(traced).to_contain_text("as self.transformer.h[0].attn")
+            expect(traced).to_contain_text("tracing plus compiling, by compiled frame")
+            row = traced.locator("tr", has_text="tracing by function").first
+            screen("docs-tracing", row, row)
+        else:
+            expect(traced).to_contain_text("per frame only")
+            shots.pop("docs-tracing")
     for shot in shots.values():
         assert shot.stat().st_size > 5_000, shot
     if not DOCS_IMAGES:
@@ -616,8 +640,10 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
         ("panel-dark", "panel-dark.png"),
         ("docs-report", "report.png"),
         ("docs-diff", "diff.png"),
+        ("docs-tracing", "tracing-lab.png"),
     ):
-        shutil.copyfile(shots[name], images / picture)
+        if name in shots:
+            shutil.copyfile(shots[name], images / picture)
 
 
 #: A committed notebook whose outputs hold reports, tables and hints.

@@ -157,7 +157,7 @@ def test_the_flow_is_one_way():
     order = ["magics", "engine", "measurement", "build", "report"]
     for upper, lower in itertools.pairwise(order):
         assert lower in graph[upper], (upper, lower)
-    for view in ("render", "plots", "advice", "text", "stance"):
+    for view in ("render", "plots", "plots_tracing", "advice", "text", "stance"):
         assert not {"engine", "measurement", "build", "report"} & graph[view], view
     # the words come from the report alone: an exported or gathered report
     # reads the same in any process, whatever torch it has

@@ -702,7 +702,9 @@ CSV_COLUMNS = (
     "cudagraphs_recorded cudagraphs_for_new_sizes cudagraphs_rerecorded cudagraphs_replayed "
     "cudagraphs_skipped cudagraph_skip_reasons cuda_peak_bytes cuda_peak_reserved_bytes "
     "cuda_reserved_bytes cudagraphs_pending_backward cudagraph_output_overwritten "
-    "call_device_s"
+    "call_device_s "
+    # tracing by function (report._tracing_row), at the end
+    "tracing_state traced_s tracing_top tracing_top_s"
 ).split()
 
 

@@ -24,6 +24,7 @@ One module per part of the report:
 * :mod:`.breaks`: the graph breaks and what each cost;
 * :mod:`.cudagraphs`: the CUDA graphs;
 * :mod:`.notes`: the notes;
+* :mod:`.tracing`: the tracing by function (torch's dynamo_profiler);
 * :mod:`.places`: the places of code every part names (a frame's file, the
   calling line, an error as one line).
 
@@ -58,6 +59,7 @@ from .recompiles import (
     _refusals,
     split_recompile_reason,
 )
+from .tracing import tracing
 
 __all__ = [
     "Closed",
@@ -255,6 +257,7 @@ def _seen_fields(
         # a window that saw nothing of torch.compile reads none, as the
         # report of nothing does)
         "settings": None if _nothing_seen(window) else probe.compile_settings(),
+        "tracing": tracing(window, frames, breakdown.get("dynamo", 0.0)),
     }
 
 

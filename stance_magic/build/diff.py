@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import probe
 from ..report import PHASES, CellDiff, CellReport, DiffRow, SourceDiff
-from ..text import cell_label
+from ..text import cell_label, fmt_s
 
 __all__ = [
     "LOOKUP_MIN_S",
@@ -300,9 +300,52 @@ def _rows(a: CellReport, b: CellReport) -> list[DiffRow]:
     sb = b.compare.speedup if b.compare is not None else None
     if sa and sb and max(sa, sb) / min(sa, sb) > TIME_RATIO:
         rows.append(DiffRow("speedup over eager", "speedup", sa, sb, sb - sa, "ratio"))
+    rows += _tracing_rows(a, b)
     rows += _listed("dynamic dimensions", "", _dynamic_keys(a), _dynamic_keys(b))
     rows += _setting_rows(a, b)
     return rows
+
+
+#: functions whose tracing time changed, listed under the row at most
+TRACING_SHOWN = 5
+
+
+def _tracing_rows(a: CellReport, b: CellReport) -> list[DiffRow]:
+    """The functions whose own tracing time changed most, where both cells
+    have tracing by function (torch 2.13+) and a function's time differs
+    beyond the noise rule (a function traced in one cell only: 0 in the other)."""
+    ta, tb = a.tracing, b.tracing
+    if not (ta.measured and tb.measured):
+        return []
+    fa = {(f.filename, f.line, f.name): f for f in ta.functions}
+    fb = {(f.filename, f.line, f.name): f for f in tb.functions}
+    changed = []
+    for key in fa.keys() | fb.keys():
+        x, y = fa.get(key), fb.get(key)
+        sx, sy = (x.own_s if x else 0.0), (y.own_s if y else 0.0)
+        if _times_differ(sx, sy):
+            changed.append((abs(sy - sx), sx, sy, (y or x)))
+    if not changed:
+        return []
+    changed.sort(key=lambda c: (-c[0], c[3].name))
+    details = [
+        f"{f.where}: {fmt_s(sx)} → {fmt_s(sy)} ({'+' if sy >= sx else '−'}{fmt_s(abs(sy - sx))})"
+        + ("" if sx and sy else (" (traced in B only)" if sy else " (traced in A only)"))
+        for _, sx, sy, f in changed[:TRACING_SHOWN]
+    ]
+    if len(changed) > TRACING_SHOWN:
+        details.append(f"and {len(changed) - TRACING_SHOWN} more")
+    return [
+        DiffRow(
+            "tracing by function",
+            "traced_s",
+            ta.traced_s,
+            tb.traced_s,
+            tb.traced_s - ta.traced_s,
+            "s",
+            details,
+        )
+    ]
 
 
 def _setting_rows(a: CellReport, b: CellReport) -> list[DiffRow]:

@@ -162,6 +162,7 @@ from .stances import (
     torch_stance,
     torch_stance_value,
 )
+from .tracing import TRACING_PROFILER_SINCE, TracedCall, tracing_profiler
 from .version import (
     MIN_TORCH,
     TESTED_UP_TO,
@@ -206,6 +207,7 @@ __all__ = [
     "SAMPLE_FIRST",
     "TESTED_UP_TO",
     "TESTING_HOOK_BUILDER_SINCE",
+    "TRACING_PROFILER_SINCE",
     "WAITED_S",
     "WHY_AOT",
     "WHY_AOT_GUARDS",
@@ -233,6 +235,7 @@ __all__ = [
     "Recorder",
     "Target",
     "TorchSupportError",
+    "TracedCall",
     "Watch",
     "Watched",
     "Window",
@@ -305,6 +308,7 @@ __all__ = [
     "torch_stance_value",
     "torch_str",
     "torch_version",
+    "tracing_profiler",
     "uninstall_watches",
     "usable_backends",
 ]

@@ -22,6 +22,7 @@ from .recompiles import recompile_rows
 from .rows import MAX_DETAILS, Row
 from .shared import _share_html, share_lines
 from .styles import _DOC_LINK, _ERR, _HEADLINE, _HINT, _LI, _SUMMARY, _TABLE, _TD, _TH, _UL
+from .tracing import tracing_rows
 
 
 def report_rows(rep: Any, hinted: bool = False) -> list[Row]:
@@ -29,6 +30,7 @@ def report_rows(rep: Any, hinted: bool = False) -> list[Row]:
     hints, which say why it recompiled)."""
     rows = headline_rows(rep)
     rows += compile_rows(rep)
+    rows += tracing_rows(rep)
     rows += cache_rows(rep)
     rows += recompile_rows(rep, hinted)
     rows += break_rows(rep)

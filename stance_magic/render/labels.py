@@ -15,6 +15,7 @@ STANCE = "stance"
 WALL = "wall time"
 COMPILE_TIME = "compile time"
 COMPILES = "compiles"
+TRACING = "tracing by function"
 COMPILE_CACHES = "compile caches"
 RECOMPILES = "recompiles"
 RECOMPILE_LIMIT = "recompile limit"
@@ -58,6 +59,7 @@ DOCS = "https://github.com/stance-magic/stance_magic/blob/main/docs/"
 ROW_DOCS = {
     COMPILE_TIME: "measurement.md",
     COMPILES: "compile-time.md",
+    TRACING: "compile-time.md#where-the-compile-time-went-by-function",
     COMPILE_CACHES: "compile-time.md",
     RECOMPILES: "recompiles.md",
     RECOMPILE_LIMIT: "recompiles.md",

@@ -29,6 +29,8 @@ One module per section of the report (import every name from here):
   (``--ranks``)
 * ``diff``: :class:`CellDiff`, :class:`DiffRow` and :class:`SourceDiff`
   (two cells compared, ``%stance diff``)
+* ``tracing``: :class:`Tracing`, :class:`TracedFunction` and
+  :class:`TracedModule` (Dynamo's tracing time by function, torch 2.13+)
 * ``rows``: the export row's columns made from the parts
 * ``deprecated``: the names of earlier releases, read with a warning
 """
@@ -48,6 +50,7 @@ from .lookups import GPU_BOUND as GPU_BOUND
 from .lookups import HOST_BOUND as HOST_BOUND
 from .lookups import CallAccount, CallParts, Lookups, LookupTarget
 from .recompiles import Budget, DynamicShapes, GuardFailure, Recompile, RecompileLimit
+from .tracing import TracedFunction, TracedModule, Tracing
 
 # PHASES is bound here as well (the API page documents a module's own data only)
 #: The exclusive phases a compile's time is split into, in order.
@@ -82,4 +85,7 @@ __all__ = [
     "RecompileLimit",
     "Shared",
     "SourceDiff",
+    "TracedFunction",
+    "TracedModule",
+    "Tracing",
 ]

@@ -19,9 +19,12 @@ from .cudagraphs import CudaGraphs
 from .deprecated import _moved
 from .lookups import CallAccount, CallParts, Lookups
 from .recompiles import Budget, DynamicShapes, Recompile, RecompileLimit
-from .rows import SummaryRow, _compare_row, _cuda_row, _parts_row
+from .rows import SummaryRow, _compare_row, _cuda_row, _parts_row, _tracing_row
+from .tracing import Tracing
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from ..causes import Cause
     from ..probe import MemoryFigure
 
@@ -150,6 +153,10 @@ class CellReport(Shown):
     #: cell ended: full name -> (value, default), each as its ``repr``; read
     #: for a cell that saw torch.compile (None: not read, the cell saw none)
     settings: dict[str, tuple[str, str]] | None = None
+    #: Dynamo's tracing time by function and nn.Module (torch's
+    #: dynamo_profiler, 2.13+), each function beside the backend's compile
+    #: of the frames that start at it
+    tracing: Tracing = field(default_factory=Tracing)
 
     @property
     def stance_label(self) -> str:
@@ -333,6 +340,7 @@ class CellReport(Shown):
                 "lookups_calibrated": lk.calibrated,
                 "lookups_waited": lk.waited,
                 **_cuda_row(self),
+                **_tracing_row(self.tracing),
             }
         )
 
@@ -347,6 +355,14 @@ class CellReport(Shown):
         from ..plots import report_figure
 
         return report_figure(self)
+
+    def tracing_figure(self, n: int = 10) -> Figure:
+        """Where Dynamo's tracing time went: the ``n`` functions of most own
+        time as bars (torch 2.13+; a ``ValueError`` for a report without
+        tracing by function)."""
+        from ..plots_tracing import tracing_figure
+
+        return tracing_figure(self, n)
 
     # The words are render's: the data class stays plain.
     def text(

@@ -109,3 +109,17 @@ def _cuda_row(rep: _CudaFigures) -> dict[str, Any]:
 def _compare_row(c: Comparison | None) -> dict[str, Any]:
     """--compare's columns of a summary row (None in each without --compare)."""
     return {k: getattr(c, k) if c is not None else None for k in _COMPARE_KEYS}
+
+
+def _tracing_row(tracing: Any) -> dict[str, Any]:
+    """The tracing-by-function columns of a summary row, after every other:
+    whether torch's profiler timed the cell (``tracing_state``), the seconds
+    it timed, and the function of most inclusive tracing time with its
+    seconds (the whole table is in the report's JSON, ``tracing``)."""
+    top = tracing.top(1)
+    return {
+        "tracing_state": tracing.state,
+        "traced_s": tracing.traced_s if tracing.measured else None,
+        "tracing_top": top[0].where if top and tracing.measured else "",
+        "tracing_top_s": top[0].cumulative_s if top and tracing.measured else None,
+    }

@@ -61,6 +61,7 @@ class CompilesMixin:
         info.precompile_failures = self._precompile_failures.pop(cid, [])
         miss = self._pending
         if is_frame_compile(rec):
+            info.traced = self._tracing.take(cid)
             info.code = self._pending_code or _compiling_code(sys._getframe(1))
             info.shapes, self._shapes = self._shapes, None
             try:

@@ -24,6 +24,7 @@ from ..records import (
     RecordInfo,
 )
 from ..shapes import GraphShapes
+from ..tracing import TracingProfile
 from ..watch import held
 from .account import AccountMixin
 from .aot import AotMixin
@@ -176,6 +177,7 @@ class Recorder(
         "_starting",
         "_tail_act",
         "_threads",
+        "_tracing",
         "_user_wanted",
         "_waited",
         "_waited_calls",
@@ -262,6 +264,8 @@ class Recorder(
         #: torch.compile's callback -> its sampling, for the functions past
         #: their first SAMPLE_FIRST lookups (cleared in place: the hooks hold it)
         self._counted: dict[Any, _Sampling] = {}
+        #: torch's dynamo_profiler while a window is open (probe.tracing)
+        self._tracing = TracingProfile(self._threads, self._get_ident)
         self._clear_running()
 
     def _clear_running(self) -> None:
@@ -286,6 +290,7 @@ class Recorder(
         #: torch.compile's callback -> the function it compiles (see _fn_of)
         self._fns: dict[Any, Any] = {}
         self._module_by_id: dict[str, tuple[str, str, int | None]] = {}
+        self._tracing.clear()
         #: compile id -> its code's precompiled frames' failed guards (see _testing_hook)
         self._precompile_failures: dict[str, list[str]] = {}
         #: every cache miss, with what torch did after it

@@ -107,6 +107,12 @@ class InstallMixin:
         self._register_sentinel()
         self._hooks_on = True
 
+    def trace_functions(self, on: bool) -> None:
+        """Whether the next outermost window turns torch's dynamo_profiler on
+        (see probe.tracing); a window already open keeps what it has."""
+        if not self._marks:
+            self._tracing.enabled = on
+
     def _arm(self) -> None:
         """The hooks a cache lookup or a Dynamo compile needs, put in at the
         first dispatch of a window (torch.compile's dispatcher calls this
@@ -138,6 +144,8 @@ class InstallMixin:
             "call_user_compiler",
             lambda orig: self._wrapper(orig, self._user_compiler_wrapper),
         )
+        if self._tracing.enabled:
+            self._tracing.start(patches)
         self._resume.start()
         self._register_context_hook()
         if self._callclock is None:
@@ -171,6 +179,7 @@ class InstallMixin:
             self._resume.stop()
             self._unregister_context_hook()
             self._armed = False
+        self._tracing.stop()
         self._patches.restore()
         self._unregister_sentinel()
         self._hooks_on = False
