@@ -107,7 +107,8 @@ CELLS = [
     # the docs' tracing by function: a GPT-2 from a small config, its first call
     "%%stance -v --no-plot\n"
     "from transformers import GPT2Config, GPT2LMHeadModel\n"
-    "cfg = GPT2Config(n_layer=4, n_embd=128, n_head=4, vocab_size=1000, n_positions=128)\n"
+    "cfg = GPT2Config(n_layer=4, n_embd=128, n_head=4, vocab_size=1000, n_positions=128,\n"
+    "                 bos_token_id=0, eos_token_id=0)\n"
     'gpt2 = torch.compile(GPT2LMHeadModel(cfg).eval(), backend="aot_eager")\n'
     "with torch.no_grad():\n"
     "    out = gpt2(torch.randint(0, 1000, (1, 32)))",
@@ -624,7 +625,7 @@ def test_panel_in_jupyterlab(lab: tuple[str, str]) -> None:
             expect(traced).to_contain_text("as self.transformer.h[0].attn")
             expect(traced).to_contain_text("tracing plus compiling, by compiled frame")
             row = traced.locator("tr", has_text="tracing by function").first
-            screen("docs-tracing", row, row)
+            screen("docs-tracing", cells.nth(TRACING), traced.locator(".sm-headline"), row)
         else:
             expect(traced).to_contain_text("per frame only")
             shots.pop("docs-tracing")

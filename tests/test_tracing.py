@@ -60,8 +60,9 @@ def step(x):
 
 def _toy() -> types.ModuleType:
     mod = types.ModuleType("tracing_toy")
-    mod.__file__ = "<tracing_toy>"
+    mod.__file__ = "tracing_toy.py"
     exec(compile(TOY, "tracing_toy.py", "exec"), mod.__dict__)
+    sys.modules["tracing_toy"] = mod  # (torch 2.8 looks a frame's module up by name)
     return mod
 
 
@@ -213,16 +214,14 @@ def test_the_figures_are_torchs_own_profile_of_the_same_compile(tmp_path, capfd)
     """The user's own dynamo_profiler (a .prof path) stays theirs, and the
     report's figures are that file's, function by function, exactly."""
     prof = tmp_path / "dynamo.prof"
-    config = torch._dynamo.config
-    config.dynamo_profiler = str(prof)
-    try:
+    with torch._dynamo.config.patch(dynamo_profiler=str(prof)):
         toy = _toy()
         torch._dynamo.reset()
         f = torch.compile(toy.step, backend="eager")
         with stance_magic.measure() as m:
             f(torch.randn(8))
-    finally:
-        config.dynamo_profiler = False
+        # the user's setting is theirs still
+        assert torch._dynamo.config.dynamo_profiler == str(prof)
     assert "Dynamo Profiler" in capfd.readouterr().out  # torch printed its tables, as asked
     stats = pstats.Stats(str(prof)).stats
     theirs = {(k[0], k[1]): v for k, v in stats.items() if v[1]}

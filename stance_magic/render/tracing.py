@@ -13,8 +13,9 @@ from ..text import plural as _plural
 from .labels import TRACING
 from .rows import Row
 
-#: functions listed under the row
-SHOWN = 5
+#: functions listed under the row (after the compile-cost and module
+#: lines; past the report's max_details they fold)
+LISTED = 15
 #: the brief report shows the row's line (its details folded) for a cell
 #: whose Dynamo time is at least this (seconds); a quicker trace's row is
 #: folded whole (a toy's 50 ms of tracing is no question to answer)
@@ -64,16 +65,10 @@ def function_line(t: Any, f: Any) -> str:
     )
 
 
-def tracing_lines(t: Any, n: int = SHOWN) -> list[str]:
-    """The top ``n`` functions by own time, then the modules and the whole
-    compile cost of the functions where frames start."""
-    lines = [function_line(t, f) for f in t.top(n)]
-    if t.modules:
-        mods = ", ".join(
-            f"{m.name} {fmt_s(m.cumulative_s)}" + (f" ({m.traced}×)" if m.traced > 1 else "")
-            for m in t.modules[:4]
-        )
-        lines.append(f"by module (with what each calls): {mods}")
+def tracing_lines(t: Any, n: int = LISTED) -> list[str]:
+    """The whole compile cost of the functions where frames start, the
+    modules, then the top ``n`` functions by own time."""
+    lines = []
     roots = [f for f in t.by_total() if f.frames]
     if roots:
         cost = ", ".join(
@@ -82,4 +77,10 @@ def tracing_lines(t: Any, n: int = SHOWN) -> list[str]:
             for f in roots[:3]
         )
         lines.append(f"tracing plus compiling, by compiled frame: {cost}")
-    return lines
+    if t.modules:
+        mods = ", ".join(
+            f"{m.name} {fmt_s(m.cumulative_s)}" + (f" ({m.traced}×)" if m.traced > 1 else "")
+            for m in t.modules[:4]
+        )
+        lines.append(f"by module (with what each calls): {mods}")
+    return lines + [function_line(t, f) for f in t.top(n)]

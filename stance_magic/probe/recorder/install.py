@@ -144,8 +144,6 @@ class InstallMixin:
             "call_user_compiler",
             lambda orig: self._wrapper(orig, self._user_compiler_wrapper),
         )
-        if self._tracing.enabled:
-            self._tracing.start(patches)
         self._resume.start()
         self._register_context_hook()
         if self._callclock is None:
@@ -229,12 +227,23 @@ class InstallMixin:
         return ""
 
     def _register_sentinel(self) -> None:
-        """A no-op compile-start callback: torch.compiler.reset() clears these,
-        so its absence at the end of a window says a reset ran."""
+        """A compile-start callback: torch.compiler.reset() clears these, so
+        its absence at the end of a window says a reset ran. torch calls it
+        as a Dynamo compile starts, before the trace: torch's tracing profiler
+        goes on there (see probe.tracing), so a cell that only runs cached
+        code never pays for it."""
         handler = _torch_hooks().callback_handler
         if self._sentinel is None:
+            recorder = self
 
             def stance_magic_reset_sentinel(*args: Any) -> None:
+                t = recorder._tracing
+                if t.enabled and not t.on and recorder._armed:
+                    if recorder._get_ident() in recorder._threads:
+                        try:
+                            t.start(recorder._patches)
+                        except Exception:  # a nicety: never break a compile
+                            return None
                 return None
 
             self._sentinel = stance_magic_reset_sentinel

@@ -181,7 +181,7 @@ class Window:
     #: clock (``perf_counter``), seconds timed (0.0 when not timed), hit,
     #: timed, the looked-up function's name)
     lookup_times: list[tuple[float, float, bool, bool, str]] = field(default_factory=list)
-    #: torch's dynamo_profiler timed the window's traces (see probe.tracing)
+    #: torch's dynamo_profiler was to time the window's traces (see probe.tracing)
     tracing_on: bool = False
 
     #: (see :attr:`compiles`)
@@ -390,7 +390,7 @@ class WindowMixin:
             self._lookup_bound(obj, _target(targets, obj))
         window.targets = list(targets.values())
         window.resume_timing_off = None if self._resume.on else self._resume.reason
-        window.tracing_on = self._tracing.on
+        window.tracing_on = self._tracing.enabled
         window.budgets = self._budgets(window, keys)
         for miss in self._miss_list[mark.miss_events :]:
             window.miss_events.append(
