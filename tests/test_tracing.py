@@ -417,3 +417,14 @@ def test_the_diff_names_the_function_whose_tracing_time_changed():
     row = next(r for r in d.rows if r.name == "tracing by function")
     assert row.b > row.a and row.details[0].startswith("heavy (tracing_toy.py:4): ")
     assert "tracing by function" in str(d)
+
+
+@needs_profiler
+def test_a_reset_inside_the_cell_says_why_its_compiles_are_not_timed():
+    toy = _toy()
+    with stance_magic.measure() as m:
+        torch.compiler.reset()
+        torch.compile(toy.light, backend="eager")(torch.randn(2))
+    rep = m.report
+    assert rep.compiles == 1 and not rep.tracing.functions
+    assert "not timed (torch.compiler.reset() ran in the cell)" in rep.text(verbose=True)

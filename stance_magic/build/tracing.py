@@ -33,7 +33,7 @@ def tracing(window: probe.Window, frames: Sequence[FrameCompile], dynamo_s: floa
             state = TRACING_UNAVAILABLE
         else:
             state = TRACING_MEASURED if window.tracing_on else TRACING_OFF
-        return Tracing(state=state, dynamo_s=dynamo_s)
+        return Tracing(state=state, dynamo_s=dynamo_s, reset_seen=window.reset_seen)
     by_id = {f.compile_id: f for f in frames}
     funcs: dict[tuple[str, int, str], TracedFunction] = {}
     paths: dict[tuple[str, int, str], list[str]] = {}

@@ -46,6 +46,14 @@ REFUSAL_GUARDS_SINCE = (2, 10)
 #: cell's error for that mark on every release.
 INDEX_ERROR_UNWRAPPED_SINCE = (2, 13)
 
+#: torch 2.13 added ``torch._dynamo.config.dynamo_profiler`` (pytorch pull
+#: request 173942: Dynamo's tracing time by function), the same module in
+#: 2.13, 2.14 and 2.15; before it a report has per-frame figures only (see
+#: probe.tracing). In 2.13-2.15, with it on, a frame that graph-breaks fails
+#: in torch's own ``mark_bytecode_tracing_stop``; measured cells record that
+#: frame's timing themselves (``TracingProfile._make_pop``).
+TRACING_PROFILER_SINCE = (2, 13)
+
 #: Up to this release torch's profiler also emits a ``TorchDynamo Cache
 #: Lookup`` event for frames with nothing compiled (the cold call itself and
 #: torch's own frames run by a fresh graph: 9 for one cold compile of a

@@ -10,15 +10,18 @@ each function it inlines, with ``time.time_ns()`` around the inline call
 tracing it prints cProfile-style tables (``dump_stats``), or writes a
 ``.prof`` file when the setting is a path.
 
-While a window is open :class:`TracingProfile` turns the setting on (it is
-``compile_ignored``: no cache key, guard or compile depends on it), and two
+When a Dynamo compile starts inside a measured window (the recorder's
+compile-start callback), :class:`TracingProfile` turns the setting on (it
+is ``compile_ignored``: no cache key, guard or compile depends on it), and
 methods of torch's ``DynamoProfilerState`` are replaced through the
 recorder's patch table: ``record_timing`` (torch's record, kept as it is,
 plus the function's qualified name and, for an ``nn.Module``'s ``forward``,
-the module from Dynamo's module stack) and ``dump_stats`` (the timings are
-kept per compile id; nothing is printed). A user who set
-``dynamo_profiler`` keeps torch's output: the original ``dump_stats`` runs
-after ours. When the window closes the setting is put back as it was.
+the module from Dynamo's module stack), ``dump_stats`` (the timings are
+kept per compile id; nothing is printed), and ``push``/``pop`` (the
+compiled frame's record where torch 2.13-2.15 fail to make it: see
+:meth:`TracingProfile._make_pop`). A user who set ``dynamo_profiler``
+keeps torch's output: the original ``dump_stats`` runs after ours. When the
+window closes the setting is put back as it was, torch's "unset" included.
 
 Timings are torch's: nothing here is estimated. A frame whose tracing
 restarted keeps the attempt that finished (torch drops the state of the
@@ -32,8 +35,10 @@ import inspect
 import re
 import sys
 import time
+import weakref
 from typing import Any, Callable, NamedTuple
 
+from .releases import TRACING_PROFILER_SINCE
 from .version import torch_version
 
 __all__ = [
@@ -43,10 +48,6 @@ __all__ = [
     "module_path",
     "tracing_profiler",
 ]
-
-#: torch 2.13 added ``torch._dynamo.config.dynamo_profiler`` (pytorch
-#: pull request 173942); the same module in 2.13, 2.14 and 2.15.
-TRACING_PROFILER_SINCE = (2, 13)
 
 
 class TracedCall(NamedTuple):
@@ -110,7 +111,7 @@ def tracing_profiler() -> Any:
 
 #: nn.Module class -> the code object of its forward (what its decorators
 #: wrap: a decorator's wrapper is traced as a function of its own)
-_FORWARDS: dict[type, Any] = {}
+_FORWARDS: weakref.WeakKeyDictionary[type, Any] = weakref.WeakKeyDictionary()
 
 
 def _forward_code(cls: type) -> Any:
@@ -299,7 +300,8 @@ class TracingProfile:
             if og is None or getattr(og, "root_tx", True) is not None:
                 return orig(state)
             entry = orig(state)
-            root = state.__dict__.get("_stance_magic_root")
+            # (named code: record_timing reads the qualified name from it)
+            code = state.__dict__.get("_stance_magic_root")
             cum = time.time_ns() - entry.start_time_ns
             state.record_timing(
                 dp.FunctionTraceTiming(
@@ -308,7 +310,7 @@ class TracingProfile:
                     firstlineno=entry.firstlineno,
                     cumtime_ns=cum,
                     tottime_ns=cum - entry.child_time_ns,
-                    bytecode_count=len(root.co_code) if root is not None else 0,
+                    bytecode_count=len(code.co_code) if code is not None else 0,
                     inline_depth=0,
                     is_primitive_call=entry.is_primitive_call,
                 )

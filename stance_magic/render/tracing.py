@@ -32,7 +32,8 @@ def tracing_rows(rep: Any) -> list[Row]:
     if t.state == "off":
         return [Row(TRACING, "off (trace_functions=False)", [], "")]
     if t.state == "measured" and not t.functions:
-        return [Row(TRACING, "no trace finished", [], "")]
+        why = "torch.compiler.reset() ran in the cell" if t.reset_seen else "no trace finished"
+        return [Row(TRACING, f"not timed ({why})", [], "")]
     brief = "value" if t.dynamo_s >= BRIEF_S else ""
     return [Row(TRACING, tracing_value(t), tracing_lines(t), brief)]
 

@@ -93,6 +93,9 @@ class Tracing:
     dynamo_s: float = 0.0
     #: frames traced (compile records with timings)
     frames: int = 0
+    #: torch.compiler.reset() ran in the cell before any trace was timed (it
+    #: takes out the callback that turns the profiler on until the next cell)
+    reset_seen: bool = False
 
     @property
     def measured(self) -> bool:
