@@ -9,6 +9,7 @@ run of the same code in another process (the ``timing`` lane)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -64,6 +65,20 @@ def _toy() -> types.ModuleType:
     exec(compile(TOY, "tracing_toy.py", "exec"), mod.__dict__)
     sys.modules["tracing_toy"] = mod  # (torch 2.8 looks a frame's module up by name)
     return mod
+
+
+@contextlib.contextmanager
+def _profiler_setting(value):
+    """torch's dynamo_profiler set for a block, then left exactly as found
+    (torch's own ``config.patch`` leaves an override equal to the default)."""
+    entry = torch._dynamo.config._config["dynamo_profiler"]
+    before = entry.user_override.get()
+    torch._dynamo.config.dynamo_profiler = value
+    try:
+        yield
+    finally:
+        torch._dynamo.config.dynamo_profiler = False
+        entry.user_override.set(before)
 
 
 def _call(
@@ -214,7 +229,7 @@ def test_the_figures_are_torchs_own_profile_of_the_same_compile(tmp_path, capfd)
     """The user's own dynamo_profiler (a .prof path) stays theirs, and the
     report's figures are that file's, function by function, exactly."""
     prof = tmp_path / "dynamo.prof"
-    with torch._dynamo.config.patch(dynamo_profiler=str(prof)):
+    with _profiler_setting(str(prof)):
         toy = _toy()
         torch._dynamo.reset()
         f = torch.compile(toy.step, backend="eager")
@@ -357,7 +372,7 @@ def test_a_graph_break_is_traced_on_both_sides_and_breaks_nothing():
         torch._dynamo.reset()
         bare = torch.compile(ns["f"], backend="eager")
         with (
-            torch._dynamo.config.patch(dynamo_profiler=True),
+            _profiler_setting(True),
             unittest.mock.patch.object(dp.DynamoProfilerState, "dump_stats"),
             pytest.raises(Exception, match="'NoneType' object has no attribute 'f_code'"),
         ):

@@ -21,6 +21,17 @@ from ..report.tracing import (
 from .places import _file
 
 _NS = 1e-9
+#: the compile phases after Dynamo's: the backend's compile of a frame's graph
+BACKEND_PHASES = ("aot_autograd", "backend", "codegen")
+
+
+def _add(acc: TracedFunction | TracedModule, call: probe.TracedCall) -> None:
+    """One trace added to a function's or a module's figures, as pstats adds
+    calls up: own time always, inclusive time only for a non-recursive trace."""
+    acc.traced += 1
+    acc.own_s += call.own_ns * _NS
+    if call.primitive:
+        acc.cumulative_s += call.cum_ns * _NS
 
 
 def tracing(window: probe.Window, frames: Sequence[FrameCompile], dynamo_s: float) -> Tracing:
@@ -36,7 +47,6 @@ def tracing(window: probe.Window, frames: Sequence[FrameCompile], dynamo_s: floa
         return Tracing(state=state, dynamo_s=dynamo_s, reset_seen=window.reset_seen)
     by_id = {f.compile_id: f for f in frames}
     funcs: dict[tuple[str, int, str], TracedFunction] = {}
-    paths: dict[tuple[str, int, str], list[str]] = {}
     modules: dict[str, TracedModule] = {}
     traced_s = 0.0
     for rec in traced:
@@ -56,36 +66,26 @@ def tracing(window: probe.Window, frames: Sequence[FrameCompile], dynamo_s: floa
                     module=call.module_class,
                     file=_file(call.filename),
                 )
-            fn.traced += 1
-            fn.own_s += call.own_ns * _NS
-            if call.primitive:
-                fn.cumulative_s += call.cum_ns * _NS
-            if call.module_path is not None:
-                seen = paths.setdefault(key, [])
-                if call.module_path not in seen:
-                    seen.append(call.module_path)
+            _add(fn, call)
+            if call.module_path is not None and call.module_path not in fn.paths:
+                fn.paths.append(call.module_path)
             if call.module_class is not None:
                 mod = modules.get(call.module_class)
                 if mod is None:
                     mod = modules[call.module_class] = TracedModule(call.module_class, 0.0, 0.0, 0)
-                mod.traced += 1
-                mod.own_s += call.own_ns * _NS
-                if call.primitive:
-                    mod.cumulative_s += call.cum_ns * _NS
+                _add(mod, call)
             if call.depth == 0:
                 traced_s += call.cum_ns * _NS
                 fn.frames += 1
-                if frame is not None and fn.module is None and rec.info.module is not None:
-                    # the compiled frame is a module's forward (torch's own
-                    # Sequential.forward too): named by the module's class
-                    fn.module = rec.info.module[0].rsplit(".", 1)[0]
                 if frame is not None:
-                    fn.compile_s += frame.phases.get("aot_autograd", 0.0)
-                    fn.compile_s += frame.phases.get("backend", 0.0)
-                    fn.compile_s += frame.phases.get("codegen", 0.0)
-    for key, seen in paths.items():
-        funcs[key].paths = seen[:PATHS_KEPT]
-        funcs[key].path_count = len(seen)
+                    if fn.module is None and rec.info.module is not None:
+                        # the compiled frame is a module's forward (torch's own
+                        # Sequential.forward too): named by the module's class
+                        fn.module = rec.info.module[0].rsplit(".", 1)[0]
+                    fn.compile_s += sum(frame.phases.get(p, 0.0) for p in BACKEND_PHASES)
+    for fn in funcs.values():
+        fn.path_count = len(fn.paths)
+        del fn.paths[PATHS_KEPT:]
     return Tracing(
         state=TRACING_MEASURED,
         functions=sorted(funcs.values(), key=lambda f: (-f.cumulative_s, -f.own_s, f.name)),

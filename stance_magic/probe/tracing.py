@@ -193,13 +193,8 @@ class TracingProfile:
         #: windows turn the profiler on (see stance_magic's ``trace_functions``)
         self.enabled = True
 
-    @property
-    def available(self) -> bool:
-        """Whether this torch has the profiler."""
-        return tracing_profiler() is not None
-
     def start(self, patches: Any) -> bool:
-        """Turn torch's profiler on and replace its two methods through the
+        """Turn torch's profiler on and replace its methods through the
         recorder's ``patches`` (restored with them); False where torch has none."""
         if self.on:
             return True

@@ -70,7 +70,7 @@ def tracing_lines(t: Any, n: int = LISTED) -> list[str]:
     """The whole compile cost of the functions where frames start, the
     modules, then the top ``n`` functions by own time."""
     lines = []
-    roots = [f for f in t.by_total() if f.frames]
+    roots = t.compiled_frames()
     if roots:
         cost = ", ".join(
             f"{f.module or f.name} {fmt_s(f.total_s)} ({fmt_s(f.cumulative_s)} tracing + "

@@ -110,9 +110,9 @@ class Tracing:
         the seconds were spent, each counted once."""
         return sorted(self.functions, key=lambda f: (-f.own_s, f.name))[:n]
 
-    def by_total(self, n: int = 10) -> list[TracedFunction]:
-        """The ``n`` functions of most tracing plus compiling."""
-        return sorted(self.functions, key=lambda f: -f.total_s)[:n]
+    def compiled_frames(self) -> list[TracedFunction]:
+        """The functions compiled frames start at, most tracing plus compiling first."""
+        return sorted((f for f in self.functions if f.frames), key=lambda f: -f.total_s)
 
 
 #: module paths kept per function
