@@ -196,6 +196,16 @@ def counting(sh):
     return sh
 
 
+def steady_timed(n: int) -> int:
+    """The lookups timed of ``n`` of one function in a cell once its lookup
+    is bounded for the session: the first STEADY_FIRST, a spot check
+    STEADY_FIRST_SPOT calls after them, then 1 in STEADY_EVERY."""
+    from stance_magic.probe.recorder.calls import STEADY_EVERY, STEADY_FIRST, STEADY_FIRST_SPOT
+
+    first = min(n, STEADY_FIRST)
+    return first + (n - first + STEADY_EVERY - STEADY_FIRST_SPOT) // STEADY_EVERY
+
+
 def last(sh):
     """The last measured cell's report."""
     return sh.user_ns["stance_magic"].history()[-1]

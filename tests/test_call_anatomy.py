@@ -31,7 +31,7 @@ from stance_magic.probe import anatomy
 from stance_magic.render import lookup_method
 from stance_magic.report import GPU_BOUND, CallParts
 
-from conftest import html_outputs, last, run
+from conftest import html_outputs, last, run, steady_timed
 from fakeclock import FakeClock, on_engine
 from timing import agree
 
@@ -362,20 +362,31 @@ def test_torch_s_profiler_bounds_a_functions_lookup_in_its_first_three_cells(sh)
     timing lane's."""
     sh.run_cell(SETUP)
     cell = "%%stance default -q\nfor _ in range(100):\n    f(x)"
-    for _ in range(anatomy.CALIBRATIONS):
+    for i in range(anatomy.CALIBRATIONS):
         run(sh, cell)
         lk = last(sh).lookups
         assert 0 < lk.calibrated <= anatomy.CALIBRATION_CALLS and lk.bounded
+        # (the last calibration ends in its cell: the cell's later calls may
+        # already be sampled as a bounded function's)
+        assert (lk.sample_first, lk.sample_every) in {
+            (probe.SAMPLE_FIRST, probe.SAMPLE_EVERY),
+            (probe.STEADY_FIRST, probe.STEADY_EVERY),
+        }
+        if i == 0:
+            assert (lk.sample_first, lk.sample_every) == (probe.SAMPLE_FIRST, probe.SAMPLE_EVERY)
     run(sh, cell)
     rep = last(sh)
     lk = rep.lookups
     assert rep.cache_hits == 100 == lk.timed + lk.sampled and lk.calibrated == 0
-    # bounded for the session: the first SAMPLE_FIRST // STEADY_FIRST of a
-    # cell timed, then 1 in SAMPLE_EVERY (the calibrating cells timed 16 first)
-    from stance_magic.probe.recorder.calls import STEADY_FIRST
-
-    first = probe.SAMPLE_FIRST // STEADY_FIRST
-    assert lk.timed + lk.waited == first + (100 - first) // probe.SAMPLE_EVERY
+    # bounded for the session: the first STEADY_FIRST of a cell timed, then 1
+    # in STEADY_EVERY (the calibrating cells timed SAMPLE_FIRST first, then 1
+    # in SAMPLE_EVERY), and the report says so
+    assert lk.timed + lk.waited == steady_timed(100)
+    assert (lk.sample_first, lk.sample_every) == (probe.STEADY_FIRST, probe.STEADY_EVERY)
+    assert (
+        f"the first {probe.STEADY_FIRST} of each, then 1 in {probe.STEADY_EVERY}"
+        in lookup_method(lk)
+    )
     # (a call that waited for the CPU on a busy machine gives no parts, and
     # its lookup, where that waited too, is counted, not timed)
     assert lk.bounded and rep.call_parts.lookup_bounded
@@ -480,6 +491,7 @@ def test_eager_calls_are_a_part_of_their_own(ticking, monkeypatch):
     import stance_magic.probe.recorder.calls as recorder
 
     monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)
+    monkeypatch.setattr(recorder, "STEADY_FIRST", 10**9)
     sh = ticking
     sh.user_ns["W"] = 5 * TICK  # the compiled code's: not an eager call's
     run(

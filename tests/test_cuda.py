@@ -40,7 +40,7 @@ from stance_magic.report import Recompile
 from stance_magic.spec import MeasureSpec
 from stance_magic.stance import Stance
 
-from conftest import cuda_test, html_outputs, last, run, text_outputs
+from conftest import cuda_test, html_outputs, last, run, steady_timed, text_outputs
 from timing import agree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,13 +176,10 @@ def test_with_cuda_each_timed_call_is_marked_on_the_stream(sh, syncs, monkeypatc
     rep = last(sh)
     (t,) = rep.lookups.targets
     p = t.parts
-    # past the calibrations, the first SAMPLE_FIRST // STEADY_FIRST calls and 1
-    # in SAMPLE_EVERY after them are timed: every one marked (but a call that
-    # waited for the CPU: no parts)
-    from stance_magic.probe.recorder.calls import STEADY_FIRST
-
-    first = probe.SAMPLE_FIRST // STEADY_FIRST
-    timed = first + (300 - first) // probe.SAMPLE_EVERY
+    # past the calibrations, the first STEADY_FIRST calls, one
+    # STEADY_FIRST_SPOT calls later and 1 in STEADY_EVERY after it are timed:
+    # every one marked (but a call that waited for the CPU: no parts)
+    timed = steady_timed(300)
     assert p.device_calls == p.calls == timed - rep.lookups.waited_calls
     events = FakeEvent.made[-2 * p.device_calls :]
     spans = [b.t - a.t for a, b in zip(events[::2], events[1::2])]

@@ -231,3 +231,29 @@ def test_place_and_text_are_leaves(module):
         or (isinstance(n, ast.Import) and any(a.name.startswith("stance") for a in n.names))
     ]
     assert imports == []
+
+
+def test_a_resume_functions_name_read_back():
+    """A resume function is named by its graph break; any other name is
+    answered without the regex (every window's budgets name their frames)."""
+    from stance_magic.probe.frames import _describe_frame, resume_parts
+
+    assert resume_parts("torch_dynamo_resume_in_forward_at_14") == ("forward", 14)
+    assert resume_parts("torch_dynamo_resume_in_f_at_2_at_31") == ("f_at_2", 31)
+    others = (
+        "<lambda>",
+        "forward",
+        "",
+        None,
+        "torch_dynamo_resume_in_f",
+        "x_torch_dynamo_resume_in_f_at_1",
+    )
+    for name in others:
+        assert resume_parts(name) is None, name
+
+    def f():
+        return 1
+
+    code = f.__code__.replace(co_name="torch_dynamo_resume_in_f_at_7")
+    assert _describe_frame(code, None)[0] == "f after the graph break at line 7"
+    assert _describe_frame(f.__code__, f)[0].endswith("f")

@@ -26,7 +26,7 @@ from torch.profiler import ProfilerActivity, profile
 from stance_magic import probe
 from stance_magic.render import lookup_bound, lookup_method
 
-from conftest import SHAPES_LOGGER, last, run, torch_log
+from conftest import SHAPES_LOGGER, last, run, steady_timed, torch_log
 from timing import agree
 
 pytest.importorskip("transformers")
@@ -247,19 +247,15 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
         assert res.success
         rep = last(sh)
         lk = rep.lookups
-        # every lookup counted; the first SAMPLE_FIRST (once the lookup is
-        # bounded, SAMPLE_FIRST // STEADY_FIRST) and then 1 in SAMPLE_EVERY
-        # timed, but the few torch's profiler ran over in the first three
-        # rounds (to bound the lookup: see test_call_anatomy) and any that
-        # waited for the CPU (counted, not timed)
-        from stance_magic.probe.recorder.calls import STEADY_FIRST
-
+        # every lookup counted; the first SAMPLE_FIRST and then 1 in
+        # SAMPLE_EVERY (once the lookup is bounded, STEADY_FIRST and then 1 in
+        # STEADY_EVERY) timed, but the few torch's profiler ran over in the
+        # first three rounds (to bound the lookup: see test_call_anatomy) and
+        # any that waited for the CPU (counted, not timed)
         assert rep.cache_hits == n == lk.timed + lk.sampled
         rest = n - lk.calibrated
-        timed = {
-            min(rest, first) + (rest - min(rest, first)) // probe.SAMPLE_EVERY
-            for first in (probe.SAMPLE_FIRST, probe.SAMPLE_FIRST // STEADY_FIRST)
-        }
+        first = min(rest, probe.SAMPLE_FIRST)
+        timed = {first + (rest - first) // probe.SAMPLE_EVERY, steady_timed(rest)}
         assert lk.timed + lk.waited in timed, (lk, timed)
         assert lookup_bound(lk) is None
         with torch.no_grad(), lookup_events() as events:

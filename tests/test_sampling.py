@@ -47,8 +47,10 @@ def measure(sh, monkeypatch, cell: str, every: bool):
 
     if every:
         monkeypatch.setattr(recorder, "SAMPLE_FIRST", 10**9)
+        monkeypatch.setattr(recorder, "STEADY_FIRST", 10**9)
     res, _ = run(sh, cell)
     monkeypatch.setattr(recorder, "SAMPLE_FIRST", probe.SAMPLE_FIRST)
+    monkeypatch.setattr(recorder, "STEADY_FIRST", probe.STEADY_FIRST)
     assert res.success, res.error_in_exec
     return last(sh)
 
@@ -188,6 +190,38 @@ def test_the_extrapolation_is_exact_on_a_clock_that_ticks_once_a_lookup(sh, monk
             # ones is the whole, exactly
             assert rep.lookups.seconds == pytest.approx(n * 1e-6), "sampled total extrapolated"
             assert rep.lookups.per_lookup_s == pytest.approx(1e-6), "median timed lookup"
+
+
+def test_the_report_says_each_functions_sampling():
+    """The lookup row names the sampling the cell's functions were counted
+    under: one rate for all, each function's own where they differ (one
+    bounded for the session times fewer), none where every lookup was timed."""
+    from stance_magic.build.lookups import _lookups
+    from stance_magic.probe import Target, Window
+    from stance_magic.render.lookups import lookup_method
+
+    def target(name: str, first: int, every: int) -> Target:
+        t = Target(name=name, timed=3, seconds=3e-6, sampled=40)
+        t.samples = [1e-6] * 3
+        t.spot_samples = [1e-6]
+        t.sample_first, t.sample_every = first, every
+        return t
+
+    steady = (probe.STEADY_FIRST, probe.STEADY_EVERY)
+    lk = _lookups(Window(targets=[target("f", *steady), target("g", *steady)]), None)
+    assert (lk.sample_first, lk.sample_every) == steady
+    assert [(t.sample_first, t.sample_every) for t in lk.targets] == [steady, steady]
+    assert f"(the first {steady[0]} of each, then 1 in {steady[1]})" in lookup_method(lk)
+    mixed = Window(targets=[target("f", *steady), target("g", 16, 16)])
+    lk = _lookups(mixed, None)
+    assert (lk.sample_first, lk.sample_every) == (0, 0)
+    text = lookup_method(lk)
+    assert f"f: the first {steady[0]}, then 1 in {steady[1]}; g: the first 16, then 1 in 16" in text
+    # every lookup timed: no sampling to name
+    whole = Target(name="h", timed=5, seconds=5e-6)
+    whole.samples = [1e-6] * 5
+    lk = _lookups(Window(targets=[whole]), None)
+    assert (lk.sample_first, lk.sample_every) == (0, 0) and "then 1 in" not in lookup_method(lk)
 
 
 def test_the_estimate_is_stratified_first_lookups_and_spot_checks():

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from .. import probe
@@ -126,38 +125,45 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
                 calibrated=t.calibrated,
                 waited=t.waited,
                 parts=_call_parts(t, share, per_lookup),
+                sample_first=t.sample_first,
+                sample_every=t.sample_every,
             )
         )
-    counts = Lookups(
-        sample_first=probe.SAMPLE_FIRST,
-        sample_every=probe.SAMPLE_EVERY,
+    # the sampling the cell's functions were counted under, where one for all
+    sampling = {(t.sample_first, t.sample_every) for t in targets if t.sample_every}
+    first, every = sampling.pop() if len(sampling) == 1 else (0, 0)
+    timed, untimed, sampled = window.timed_lookups, window.untimed_lookups, window.sampled_lookups
+    # (one Lookups made, in one of four forms: dataclasses.replace costs a
+    # measured cell about 5 µs, three times that on caches a model left cold)
+    common = dict(
+        sample_first=first,
+        sample_every=every,
         waited=window.waited,
         waited_s=window.waited_s,
         waited_calls=window.waited_calls,
         calibration_s=window.overhead_s,
-        timed=window.timed_lookups,
-        untimed=window.untimed_lookups,
-        sampled=window.sampled_lookups,
+        timed=timed,
+        untimed=untimed,
+        sampled=sampled,
         calibrated=window.calibrated_lookups,
         targets=targets,
     )
     if profiled is not None:
         empty = probe.torch_version() <= probe.PROFILER_EMPTY_LOOKUPS_UNTIL
-        return replace(
-            counts,
+        return Lookups(
             method="profiler",
             seconds=sum(profiled),
             per_lookup_s=statistics.median(profiled) if profiled else None,
             profiled=len(profiled),
             event=probe.CACHE_LOOKUP_EVENT,
             profiler_counts_empty=empty,
+            **common,
         )
-    if not counts.count:
-        return replace(counts, seconds=0.0)
-    if not counts.timed:
-        return counts  # not timed: nested lookups alone, with no start to time from
-    return replace(
-        counts,
+    if not timed + untimed + sampled:
+        return Lookups(seconds=0.0, **common)
+    if not timed:
+        return Lookups(**common)  # not timed: nested lookups alone, with no start to time from
+    return Lookups(
         method="in situ",
         bounded=bounded,
         # each function's timed lookups stand for its counted-only ones too
@@ -167,6 +173,7 @@ def _lookups(window: probe.Window, profiled: list[float] | None) -> Lookups:
         resumed=window.resumed_lookups,
         untimed_why=window.resume_timing_off or "",
         no_ex_calls=not probe.EX_CALLS_SEEN,
+        **common,
     )
 
 

@@ -417,9 +417,19 @@ def _describe_frame(code: Any, key: Any) -> tuple[str, str, int | None]:
     return describe_callable(key)
 
 
+#: a resume function's name: ``torch_dynamo_resume_in_f_at_14``
+_RESUME_NAME = re.compile(r"torch_dynamo_resume_in_(.+)_at_(\d+)$")
+_RESUME_PREFIX = "torch_dynamo_resume_in_"
+
+
 def resume_parts(co_name: str | None) -> tuple[str, int] | None:
-    """``("f", 14)`` from a resume function's name, else None."""
-    if not co_name:
+    """``("f", 14)`` from a resume function's name, else None.
+
+    Every window's recompile budgets name their frames through here: a name
+    without the prefix is answered without the regex (the first
+    ``Pattern.match`` after compiled code has run took 17-22 µs here, a
+    ``startswith`` well under one)."""
+    if not co_name or not co_name.startswith(_RESUME_PREFIX):
         return None
-    m = re.match(r"torch_dynamo_resume_in_(.+)_at_(\d+)$", co_name)
+    m = _RESUME_NAME.match(co_name)
     return (m.group(1), int(m.group(2))) if m else None

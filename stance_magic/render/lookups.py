@@ -84,10 +84,8 @@ def lookup_method(lk: Any) -> str:
         )
     if lk.sampled:
         why = []
-        if lk.sampled > lk.calibrated + lk.waited and lk.sample_first:
-            why.append(f"the first {lk.sample_first} of each, then 1 in {lk.sample_every}")
-        elif lk.sampled > lk.calibrated + lk.waited:
-            why.append("the first of each, then a sample")
+        if lk.sampled > lk.calibrated + lk.waited:
+            why.append(_sampling(lk))
         if lk.calibrated:
             took = (
                 f", its start and stop {fmt_s(lk.calibration_s)} of the cell"
@@ -102,6 +100,20 @@ def lookup_method(lk: Any) -> str:
             f"({'; '.join(why)}), the total extrapolated from them per function"
         )
     return text
+
+
+def _sampling(lk: Any) -> str:
+    """How the cell's functions were sampled: ``the first 2 of each, then 1
+    in 32``, each function's own where they differ (a function whose lookup
+    is bounded for the session times fewer)."""
+    if lk.sample_every:
+        return f"the first {lk.sample_first} of each, then 1 in {lk.sample_every}"
+    each = [
+        f"{t.name}: the first {t.sample_first}, then 1 in {t.sample_every}"
+        for t in lk.targets
+        if t.sample_every
+    ]
+    return "; ".join(each) if each else "the first of each, then a sample"
 
 
 def lookup_bound(lk: Any) -> str | None:

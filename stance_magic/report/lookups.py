@@ -117,6 +117,12 @@ class LookupTarget:
     waited: int = 0
     #: where its calls' time goes (None: no call of it was timed)
     parts: CallParts | None = None
+    #: the sampling its lookups were counted under: the first
+    #: ``sample_first`` timed, then 1 in ``sample_every`` (fewer once its
+    #: lookup is bounded for the session: see ``probe.STEADY_FIRST``); 0
+    #: where every lookup was timed
+    sample_first: int = 0
+    sample_every: int = 0
 
 
 @dataclass(frozen=True)
@@ -164,7 +170,8 @@ class Lookups:
     targets: list[LookupTarget] = field(default_factory=list)
     #: the sampling the lookups were counted under: every lookup of a
     #: function timed up to its ``sample_first``, then 1 in ``sample_every``
-    #: (0: not recorded, a report from an earlier release)
+    #: (0: none sampled, or functions sampled alike no more: see each
+    #: target's own)
     sample_first: int = 0
     sample_every: int = 0
     #: the profiler event read for each lookup (``-g``)

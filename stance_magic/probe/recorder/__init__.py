@@ -22,7 +22,7 @@ part to another.
 
 from __future__ import annotations
 
-from .calls import SAMPLE_EVERY, SAMPLE_FIRST, WAITED_S
+from .calls import SAMPLE_EVERY, SAMPLE_FIRST, STEADY_EVERY, STEADY_FIRST, WAITED_S
 from .core import Recorder, clocks, following
 from .outcomes import (
     AOT_COMPILE,
@@ -71,6 +71,8 @@ __all__ = [
     "MISS_REFUSED",
     "SAMPLE_EVERY",
     "SAMPLE_FIRST",
+    "STEADY_EVERY",
+    "STEADY_FIRST",
     "WAITED_S",
     "WHY_AOT",
     "WHY_AOT_GUARDS",

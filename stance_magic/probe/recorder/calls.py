@@ -52,13 +52,19 @@ from .window import MissEvent, Target
 SAMPLE_FIRST = 16
 SAMPLE_EVERY = 16
 #: Once torch's profiler has bounded a function's lookup for the session (its
-#: CALIBRATIONS first cells that call it enough: see
-#: probe.anatomy.LookupBounds), only its first SAMPLE_FIRST // STEADY_FIRST
-#: lookups of a cell are timed one by one (4: a cell's slow first ones), then
-#: 1 in SAMPLE_EVERY: the 16 were for the calibration, which starts after
-#: CALIBRATE_AFTER timed lookups of a cell. A 100-call cell of GPT-2 under
-#: Inductor (20 ms) then times 10 of its calls, not 21: 0.3 ms less.
-STEADY_FIRST = 4
+#: CALIBRATIONS first cells: see probe.anatomy.LookupBounds), only its first
+#: STEADY_FIRST lookups of a cell are timed one by one, then a spot check
+#: STEADY_FIRST_SPOT calls later and 1 in STEADY_EVERY after it (the 16 were
+#: for the calibration). A cell's first lookup is the slowest (GPT-2 and BERT
+#: under Inductor, medians of 20 cells: 74-77 us, the second 56-68, the rest
+#: 50-65); two, not one: the second call's start, right after the first's
+#: end, reads the wrapper before the dispatch (a spot check's does not: see
+#: _call_done). The early spot check gives a short cell one (a 4-layer GPT-2,
+#: eager backend, 20 calls a cell: without it the first two stood for all,
+#: at 2.5-4.6 times the profiler's figure). 100 calls: 5 timed, not 10.
+STEADY_FIRST = 2
+STEADY_EVERY = 32
+STEADY_FIRST_SPOT = 8
 #: A timed lookup also times the rest of its call (the call's parts, see
 #: probe.anatomy) until a window holds this many timed lookups of the
 #: function; later spot checks time their lookup only. The parts are medians,
@@ -129,11 +135,15 @@ class _Sampling:
     """Per torch.compile'd function: its timed lookups, then the activation
     reused (no allocation) by its calls that are only counted."""
 
-    __slots__ = ("act", "calls", "hits", "key", "ref", "timed")
+    __slots__ = ("act", "calls", "every", "first", "hits", "key", "ref", "timed")
 
     def __init__(self) -> None:
         self.timed = 0
         self.calls = 0
+        #: its first lookups timed one by one, then 1 in ``every`` (STEADY_
+        #: values once its lookup is bounded for the session)
+        self.first = SAMPLE_FIRST
+        self.every = SAMPLE_EVERY
         self.act: _Activation | None = None
         #: the function its lookups are attributed to, once counted-only
         #: (None before: every lookup is timed)
@@ -243,7 +253,6 @@ def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
     get_ident = rec._get_ident
     getframe = sys._getframe
     counted = rec._counted
-    every = SAMPLE_EVERY
     ef = rec._ef
     clock = rec._clock
     start_span = rec._start_span
@@ -302,7 +311,7 @@ def _hooks_for(rec: Any) -> tuple[Callable[[Any], Any], Callable[[bool], bool]]:
                 act.stance = stance.stance
                 act.consumed = False
                 rec._act = act
-                if sampling.calls % every:
+                if sampling.calls % sampling.every:
                     act.sampled = True
                 else:
                     act.sampled = False
@@ -641,10 +650,11 @@ class CallsMixin:
             act.t_out = None
             self._starting = act
         sampling.timed += 1
-        if sampling.key is None and sampling.timed >= (
-            SAMPLE_FIRST // STEADY_FIRST if self._bounds.settled(key) else SAMPLE_FIRST
-        ):
-            # from now on its calls are only counted, but 1 in SAMPLE_EVERY
+        if sampling.key is None and sampling.timed >= STEADY_FIRST and self._bounds.settled(key):
+            sampling.first, sampling.every = STEADY_FIRST, STEADY_EVERY
+            sampling.calls = STEADY_EVERY - STEADY_FIRST_SPOT  # (its first spot check sooner)
+        if sampling.key is None and sampling.timed >= sampling.first:
+            # from now on its calls are only counted, but 1 in sampling.every
             sampling.key = key
             sampling.ref = callback_ref(act.key)
             sampling.act = act

@@ -70,6 +70,12 @@ class Target:
     #: of the timed: the spot checks after the first SAMPLE_FIRST (1 in
     #: SAMPLE_EVERY), which stand for the counted-only lookups, seconds each
     spot_samples: list[float] = field(default_factory=list)
+    #: the sampling its lookups were counted under once counted-only: the
+    #: first ``sample_first`` timed, then 1 in ``sample_every`` (SAMPLE_FIRST
+    #: and SAMPLE_EVERY, or STEADY_FIRST and STEADY_EVERY once its lookup is
+    #: bounded for the session); 0 where every lookup was timed
+    sample_first: int = 0
+    sample_every: int = 0
     #: of the timed: nested lookups (resume functions after graph breaks,
     #: frames compiled on their own), timed from their call (3.12+)
     resumed: int = 0
@@ -386,6 +392,9 @@ class WindowMixin:
                     keys.append(sampling.key)
                 _target(targets, sampling.key).sampled += n
                 window.calls[cached] = window.calls.get(cached, 0) + n
+            if sampling.key in keys:
+                t = _target(targets, sampling.key)
+                t.sample_first, t.sample_every = sampling.first, sampling.every
         for obj in keys:
             self._lookup_bound(obj, _target(targets, obj))
         window.targets = list(targets.values())
