@@ -1,6 +1,7 @@
-"""docs/performance.md's figures, rendered from the benchmarks' committed JSON.
+"""docs/performance.md's figures, and the README's, rendered from the
+benchmarks' committed JSON.
 
-The page keeps its prose; every table and sentence with a measured figure
+The pages keep their prose; every table and sentence with a measured figure
 sits between markers::
 
     <!-- perf:NAME:begin -->
@@ -116,6 +117,16 @@ def summary(o: Json) -> list[str]:
         f"cell is measured); a measured cell pays about {cell}, and each compiled call in it",
         f"about {fmt_s(_per_call(o))} (the first table below, from `bench_overhead.py`); `-m` is",
         "opt-in because reading the allocation events back is not free.",
+    ]
+
+
+def readme_cost(o: Json) -> list[str]:
+    """The README's one sentence on what measuring costs (the summary's figures)."""
+    cell = fmt_s(o["cells"]["added"]["stance_q"]["median"])
+    return [
+        "Measuring is cheap: an unmeasured cell pays nothing per call, a measured one about",
+        f"{cell}, and a compiled call inside it about {fmt_s(_per_call(o))}",
+        "([Performance](https://github.com/stance-magic/stance_magic/blob/main/docs/performance.md)).",
     ]
 
 
@@ -645,10 +656,13 @@ def models(m: Json) -> list[str]:
     names = " and ".join(
         MODEL_TEXT.get(k, k) for k in dict.fromkeys(r["model"] for r in m["summary"]["rows"])
     )
+    # (runs before that key stored the history of the measured cells only)
+    stored = ", every cell storing its history" if m.get("history_stored") else ""
     return [
         f"{names}; {m['calls']} steady-state calls a cell (cache hits, `no_grad`). Each "
         "figure is a measured cell's time over the plain cells beside it, by an outside clock "
-        f"(IPython's `run_cell`), the median of {m['processes']} fresh processes; the targets "
+        f"(IPython's `run_cell`{stored}), the median of {m['processes']} fresh processes; "
+        "the targets "
         f"(for `%%stance -q` and `measure()`): the model's first measured cell ≤ {t['first']}×, "
         f"the steady state ≤ {t['steady']}×:",
         "",
@@ -690,7 +704,19 @@ BLOCKS: dict[str, tuple[str, Callable[[Json], list[str]]]] = {
     "warm-start": ("warm_start", warm_start),
     "nested": ("nested", nested),
     "models": ("models", models),
+    "readme-cost": ("overhead", readme_cost),
 }
+
+#: The pages that hold generated blocks, and which: every figure the README
+#: gives is the same JSON's as the performance page's (``--check`` reads both).
+README = REPO / "README.md"
+PAGES: dict[Path, tuple[str, ...]] = {
+    PAGE: tuple(n for n in BLOCKS if n != "readme-cost"),
+    README: ("readme-cost",),
+}
+#: blocks that end with no line on how their figures were taken (a sentence
+#: whose page says it elsewhere)
+BARE = ("summary", "readme-cost")
 
 #: benchmarks too slow for ``make perf-page`` (``make perf-page-all`` reruns them too)
 SLOW = ("warm_start", "models")
@@ -713,7 +739,7 @@ def render_block(name: str, results: Path = RESULTS) -> str:
     else:
         data = json.loads(path.read_text("utf-8"))
         lines = fn(data)
-        if name != "summary":
+        if name not in BARE:
             lines += source(stem, data)
     return "\n".join(lines)
 
@@ -722,20 +748,21 @@ def markers(name: str) -> tuple[str, str]:
     return f"<!-- perf:{name}:begin -->", f"<!-- perf:{name}:end -->"
 
 
-def blocks_of(text: str) -> dict[str, str]:
-    """Each generated block's body as the page holds it."""
+def blocks_of(text: str, names: tuple[str, ...] = PAGES[PAGE]) -> dict[str, str]:
+    """Each generated block's body as the page holds it (``names``: the
+    page's blocks; the performance page's by default)."""
     out = {}
-    for name in BLOCKS:
+    for name in names:
         begin, end = markers(name)
         if text.count(begin) != 1 or text.count(end) != 1:
-            raise ValueError(f"docs/performance.md: expected one {begin} and one {end}")
+            raise ValueError(f"expected one {begin} and one {end}")
         out[name] = text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
     return out
 
 
-def render(text: str, results: Path = RESULTS) -> str:
+def render(text: str, results: Path = RESULTS, names: tuple[str, ...] = PAGES[PAGE]) -> str:
     """The page with every block re-rendered from ``results``."""
-    for name in BLOCKS:
+    for name in names:
         begin, end = markers(name)
         head, rest = text.split(begin, 1)
         _, tail = rest.split(end, 1)
@@ -743,10 +770,10 @@ def render(text: str, results: Path = RESULTS) -> str:
     return text
 
 
-def stale(text: str, results: Path = RESULTS) -> list[str]:
+def stale(text: str, results: Path = RESULTS, names: tuple[str, ...] = PAGES[PAGE]) -> list[str]:
     """The blocks whose text differs from what the JSON renders to."""
-    have = blocks_of(text)
-    return [n for n in BLOCKS if have[n] != render_block(n, results)]
+    have = blocks_of(text, names)
+    return [n for n in names if have[n] != render_block(n, results)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -754,21 +781,27 @@ def main(argv: list[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="exit 1 if a block is stale")
     mode.add_argument("--write", action="store_true", help="re-render the blocks in place")
-    ap.add_argument("--page", type=Path, default=PAGE)
+    ap.add_argument(
+        "--page", type=Path, help="only this copy of docs/performance.md (default: every page)"
+    )
     args = ap.parse_args(argv)
-    text = args.page.read_text("utf-8")
-    if args.write:
-        new = render(text)
-        if new != text:
-            args.page.write_text(new, "utf-8")
-        print(f"{args.page}: {len(BLOCKS)} blocks rendered from {RESULTS}")
-        return 0
-    bad = stale(text)
-    for name in bad:
-        print(
-            f"{args.page}: block perf:{name} differs from "
-            f"benchmarks/results/{BLOCKS[name][0]}.json; fix: {FIX}"
-        )
+    pages = {args.page: PAGES[PAGE]} if args.page is not None else PAGES
+    bad = 0
+    for page, names in pages.items():
+        text = page.read_text("utf-8")
+        if args.write:
+            new = render(text, names=names)
+            if new != text:
+                page.write_text(new, "utf-8")
+            blocks = f"{len(names)} block" + ("s" if len(names) != 1 else "")
+            print(f"{page}: {blocks} rendered from {RESULTS}")
+            continue
+        for name in stale(text, names=names):
+            bad += 1
+            print(
+                f"{page}: block perf:{name} differs from "
+                f"benchmarks/results/{BLOCKS[name][0]}.json; fix: {FIX}"
+            )
     return 1 if bad else 0
 
 

@@ -1,4 +1,5 @@
-"""docs/performance.md's figures are the committed benchmark JSON's, rendered.
+"""docs/performance.md's figures, and the README's, are the committed benchmark
+JSON's, rendered.
 
 ``benchmarks/perf_page.py`` renders every block between ``<!-- perf:NAME:begin -->``
 and ``<!-- perf:NAME:end -->`` from ``benchmarks/results/*.json``; these tests run
@@ -44,7 +45,7 @@ def test_every_block_has_its_json_and_says_how_it_was_taken():
         assert data["command"].startswith(f".venv/bin/python benchmarks/bench_{stem}.py")
         assert data["seconds"] > 0
         block = pp.render_block(name)
-        if name != "summary":
+        if name not in pp.BARE:
             assert data["command"] in block and data["env"]["torch"] in block, name
 
 
@@ -74,3 +75,21 @@ def test_the_check_mode_exits_1_and_names_the_fix(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "perf:hooks" in out and "make perf-page-render" in out
     assert pp.main(["--check"]) == 0
+
+
+def test_the_readmes_cost_sentence_is_the_performance_pages_figures():
+    """The README's figures are rendered from the same JSON as the page's
+    summary (no number typed by hand): the check fails on a figure edited in
+    the README, and names the fix."""
+    pp = _perf_page()
+    names = pp.PAGES[pp.README]
+    text = pp.README.read_text("utf-8")
+    assert pp.stale(text, names=names) == []
+    block = pp.blocks_of(text, names)["readme-cost"]
+    summary = pp.blocks_of(pp.PAGE.read_text("utf-8"))["summary"]
+    # the same two figures, in both
+    figures = [w for w in block.replace("\n", " ").split() if w[0].isdigit()]
+    assert len(figures) == 2 and all(f in summary.replace("\n", " ") for f in figures)
+    edited = text.replace(block, block.replace(figures[0], "160", 1))
+    assert pp.stale(edited, names=names) == ["readme-cost"]
+    assert pp.render(edited, names=names) == text
