@@ -1,4 +1,4 @@
-"""The guard figure against an outside clock, in real model loops.
+"""The cache-lookup figure against an outside clock, in real model loops.
 
 Run from the repository root::
 
@@ -10,7 +10,7 @@ For each model (GPT-2 from a small ``GPT2Config``, random weights, one
 forward per call; a ResNet-18-like CNN; ``backend="eager"``), warmed up, in
 one process:
 
-* **stance_magic**: the per-lookup guard figure of a measured loop
+* **stance_magic**: the per-lookup figure of a measured loop
   (``stance_magic.measure``), timed in situ by the probe;
 * **profiler**: the median ``TorchDynamo Cache Lookup`` event of the same
   loop run under ``torch.profiler`` (it times each whole lookup, and slows
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, step, fn in build(args.quick):
         results.append(measure_model(name, step, fn, n, rounds, clock_rounds))
     print(
-        f"guard figure in a model loop (Python {platform.python_version()}, "
+        f"cache-lookup figure in a model loop (Python {platform.python_version()}, "
         f"torch {torch.__version__}, {torch.get_num_threads()} intra-op thread(s), "
         f"{n} calls a loop; medians of {rounds} loops, outside clock from {clock_rounds} "
         "paired rounds)"

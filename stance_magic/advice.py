@@ -177,7 +177,7 @@ def _lookup_hint(rep: Any, c: Any, compiled_runs: int) -> str | None:
         if share < GUARD_SHARE:
             return None
         return (
-            f"cache lookups (guards) are {share:.0%} of the steady-state run "
+            f"cache lookups are {share:.0%} of the steady-state run "
             f"({fmt_s(guard_run)} of {fmt_s(c.compiled_s)}): -u "
             "(skip_guard_eval_unsafe) skips most guards and may help, but only once no "
             "further recompiles are needed; otherwise results are silently wrong"
@@ -193,7 +193,7 @@ def _lookup_hint(rep: Any, c: Any, compiled_runs: int) -> str | None:
     ):
         return None
     return (
-        f"cache lookups (guards) are {lk.seconds / rep.wall_s:.0%} of this cell "
+        f"cache lookups are {lk.seconds / rep.wall_s:.0%} of this cell "
         f"({fmt_s(lk.seconds)} of {fmt_s(rep.wall_s)}): -u (skip_guard_eval_unsafe) "
         "skips most guards and may help once warmed up, with its risk of silently "
         "wrong results"

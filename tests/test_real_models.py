@@ -215,7 +215,7 @@ def one_thread():
 
 @pytest.mark.timing
 def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_thread):
-    """The guard figure is timed where lookups happen, inside the model loop.
+    """The cache-lookup figure is timed where lookups happen, inside the model loop.
 
     Independent: the profiler's cache-lookup events (separate runs, each after
     a measured cell) and an outside clock: the per-call time under ``default`` minus under

@@ -7,7 +7,9 @@ form ``lookups``), the CSV column ``lookup_s`` and its siblings. It was
 "guards", "guard evaluation", "cache lookups (guards)" and ``guard_s``:
 "guards" is only a part of it (it also builds the frame's locals). The
 CSV's old column names still read from :meth:`CellReport.summary_row`, with
-one ``DeprecationWarning`` each.
+one ``DeprecationWarning`` each. No hint, README or docs page, nor a
+notebook's markdown, calls the figure by an old name (``guard cost``, ``the
+guard figure``, ``cache lookups (guards)``).
 
 The compile phases have one list of keys (``probe.PHASES``), which the
 report's columns (``dynamo_s``, ...) and the render's labels follow.
@@ -15,9 +17,13 @@ report's columns (``dynamo_s``, ...) and the render's labels follow.
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
+import json
+import re
 import warnings
+from pathlib import Path
 
 import pytest
 from matplotlib.figure import Figure
@@ -142,3 +148,49 @@ def test_the_recompile_limits_setting_has_one_wording():
     assert f"({limit_setting(budget, short=True)})" in rep.text(verbose=True)
     assert f"({limit_setting(budget)})" in " ".join(advise(rep))
     assert (glob.setting, own.setting) == (limit_setting(glob), limit_setting(own))
+
+
+#: What the cache-lookup figure was called before it had one name: never
+#: again, in any text a user reads (``-g``'s old spelling ``--profile-guards``
+#: and ``bench_guards.py``'s file name stay: an alias and a path).
+_OLD_LOOKUP_NAMES = re.compile(
+    r"cache lookups \(guards\)|\bguards? (?:cost|figure|time|overhead)s?\b|what the guards cost",
+    re.IGNORECASE,
+)
+
+
+def _user_texts() -> dict[str, str]:
+    """Every page a user reads, by where it is: the README, the docs' pages,
+    the notebooks' markdown cells, and the strings of the hints' module."""
+    root = Path(__file__).resolve().parent.parent
+    out = {"README.md": (root / "README.md").read_text("utf-8")}
+    for page in sorted((root / "docs").glob("*.md")):
+        out[f"docs/{page.name}"] = page.read_text("utf-8")
+    for nb in sorted((root / "notebooks").glob("*.ipynb")):
+        cells = json.loads(nb.read_text("utf-8"))["cells"]
+        out[f"notebooks/{nb.name}"] = "\n".join(
+            "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+        )
+    advice = root / "stance_magic" / "advice.py"
+    strings = [
+        n.value
+        for n in ast.walk(ast.parse(advice.read_text("utf-8")))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
+    out["stance_magic/advice.py (hints)"] = "\n".join(strings)
+    return out
+
+
+def test_no_page_hint_or_notebook_calls_the_lookup_figure_guards():
+    texts = _user_texts()
+    assert len(texts) > 20 and any(k.startswith("notebooks/") for k in texts)
+    found = {
+        where: sorted({m.group(0) for m in _OLD_LOOKUP_NAMES.finditer(text)})
+        for where, text in texts.items()
+    }
+    found = {k: v for k, v in found.items() if v}
+    assert not found, f"the cache-lookup figure called by an old name: {found}"
+    # the rule itself catches what it is for
+    assert _OLD_LOOKUP_NAMES.search("hits/misses, guard cost, peak memory")
+    assert _OLD_LOOKUP_NAMES.search("cache lookups (guards) are 40% of this cell")
+    assert not _OLD_LOOKUP_NAMES.search("the guards that tell entries apart")
