@@ -28,9 +28,8 @@ The ways of measuring a cell:
 A plain cell runs with stance_magic's ``pre/post_run_cell`` hooks taken out,
 so it costs what it would without the extension; every cell, plain or
 measured, stores its history as a notebook's cells do (``store_history=True``:
-IPython's own work, about 25 µs a cell warm and several times that after a
-model's loop; earlier runs stored only the measured cells' and counted it as
-measuring). Every time is taken from
+IPython's own work, 16-160 µs a cell after a model's loop here; earlier runs
+stored only the measured cells' and counted it as measuring). Every time is taken from
 outside: ``time.perf_counter()`` around IPython's ``run_cell``. The measured
 cells' own wall time (the report's ``wall_s``) is kept beside it, and their
 ratio to the outside clock is printed: what the report leaves out (building
