@@ -110,8 +110,13 @@ def _per_call(o: Json) -> float:
     ]
 
 
+def _cell_cost(o: Json) -> str:
+    """What a measured cell adds (``%%stance -q``), the summary's and the README's figure."""
+    return fmt_s(o["cells"]["added"]["stance_q"]["median"])
+
+
 def summary(o: Json) -> list[str]:
-    cell = fmt_s(o["cells"]["added"]["stance_q"]["median"])
+    cell = _cell_cost(o)
     return [
         "In short: an unmeasured cell pays nothing per call (the hooks are in torch only while a",
         f"cell is measured); a measured cell pays about {cell}, and each compiled call in it",
@@ -122,7 +127,7 @@ def summary(o: Json) -> list[str]:
 
 def readme_cost(o: Json) -> list[str]:
     """The README's one sentence on what measuring costs (the summary's figures)."""
-    cell = fmt_s(o["cells"]["added"]["stance_q"]["median"])
+    cell = _cell_cost(o)
     return [
         "Measuring is cheap: an unmeasured cell pays nothing per call, a measured one about",
         f"{cell}, and a compiled call inside it about {fmt_s(_per_call(o))}",

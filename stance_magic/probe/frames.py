@@ -102,7 +102,7 @@ def describe_callable(obj: Any) -> tuple[str, str, int | None]:
     if obj is None:
         return "(unknown)", "", None
     if isinstance(obj, types.CodeType):
-        if obj.co_name.startswith("torch_dynamo_resume_in_"):
+        if obj.co_name.startswith(_RESUME_PREFIX):
             fn, line = resume_parts(obj.co_name) or (obj.co_name, 0)
             return f"{fn} after the graph break at line {line}", obj.co_filename, line
         return (
@@ -418,8 +418,8 @@ def _describe_frame(code: Any, key: Any) -> tuple[str, str, int | None]:
 
 
 #: a resume function's name: ``torch_dynamo_resume_in_f_at_14``
-_RESUME_NAME = re.compile(r"torch_dynamo_resume_in_(.+)_at_(\d+)$")
 _RESUME_PREFIX = "torch_dynamo_resume_in_"
+_RESUME_NAME = re.compile(re.escape(_RESUME_PREFIX) + r"(.+)_at_(\d+)$")
 
 
 def resume_parts(co_name: str | None) -> tuple[str, int] | None:

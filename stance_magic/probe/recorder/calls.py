@@ -56,12 +56,11 @@ SAMPLE_EVERY = 16
 #: STEADY_FIRST lookups of a cell are timed one by one, then a spot check
 #: STEADY_FIRST_SPOT calls later and 1 in STEADY_EVERY after it (the 16 were
 #: for the calibration). A cell's first lookup is the slowest (GPT-2 and BERT
-#: under Inductor, medians of 20 cells: 74-77 us, the second 56-68, the rest
-#: 50-65); two, not one: the second call's start, right after the first's
-#: end, reads the wrapper before the dispatch (a spot check's does not: see
+#: under Inductor: 74-77 us, the second 56-68, the rest 50-65); two, not
+#: one: the second call's start reads the wrapper before the dispatch (see
 #: _call_done). The early spot check gives a short cell one (a 4-layer GPT-2,
-#: eager backend, 20 calls a cell: without it the first two stood for all,
-#: at 2.5-4.6 times the profiler's figure). 100 calls: 5 timed, not 10.
+#: eager, 20 calls: without it the first two stood for all, at 2.5-4.6 times
+#: the profiler's figure). 100 calls: 5 timed, not 10.
 STEADY_FIRST = 2
 STEADY_EVERY = 32
 STEADY_FIRST_SPOT = 8
@@ -650,11 +649,12 @@ class CallsMixin:
             act.t_out = None
             self._starting = act
         sampling.timed += 1
-        if sampling.key is None and sampling.timed >= STEADY_FIRST and self._bounds.settled(key):
+        if sampling.key is not None:
+            return
+        if sampling.timed >= STEADY_FIRST and self._bounds.settled(key):
             sampling.first, sampling.every = STEADY_FIRST, STEADY_EVERY
             sampling.calls = STEADY_EVERY - STEADY_FIRST_SPOT  # (its first spot check sooner)
-        if sampling.key is None and sampling.timed >= sampling.first:
-            # from now on its calls are only counted, but 1 in sampling.every
+        if sampling.timed >= sampling.first:  # only counted now, but 1 in sampling.every
             sampling.key = key
             sampling.ref = callback_ref(act.key)
             sampling.act = act

@@ -258,9 +258,9 @@ class Recorder(
         #: id(torch function) -> its wrapper (see _wrapper)
         self._wrappers: dict[int, Any] = {}
         #: the two per-call hooks (see _make_hooks), made once and kept while
-        #: torch's dispatcher and SAMPLE_EVERY stay the same: (dispatcher
-        #: hook, guard hook, torch's dispatcher, SAMPLE_EVERY)
-        self._hook_fns: tuple[Any, Any, Any, int] | None = None
+        #: torch's dispatcher stays the same: (dispatcher hook, guard hook,
+        #: torch's dispatcher); the sampling is each function's own (_Sampling)
+        self._hook_fns: tuple[Any, Any, Any] | None = None
         #: torch.compile's callback -> its sampling, for the functions past
         #: their first SAMPLE_FIRST lookups (cleared in place: the hooks hold it)
         self._counted: dict[Any, _Sampling] = {}

@@ -22,7 +22,6 @@ from ..releases import (
     recompile_context_registry,
 )
 from ..version import TorchSupportError, _eval_frame, require_torch, torch_str
-from . import calls
 
 #: torch's function that lists every cache entry's failed guard (convert_frame
 #: imports it by name; fail_on_recompile's callback imports it at call time).
@@ -89,8 +88,8 @@ class InstallMixin:
             self._cw_code = _compile_wrapper_code(t.ef)
         cfs = self._orig_cfs = t.ef._callback_from_stance
         fns = self._hook_fns
-        if fns is None or fns[2] is not cfs or fns[3] != calls.SAMPLE_EVERY:
-            fns = self._hook_fns = (*self._make_hooks(), cfs, calls.SAMPLE_EVERY)
+        if fns is None or fns[2] is not cfs:
+            fns = self._hook_fns = (*self._make_hooks(), cfs)
         self._orig_chromium = getattr(t.utils, "add_compilation_metrics_to_chromium", None)
         self._aot_seen = _aot_dispatch_count()
         # every torch attribute replaced while a window is open, in one table

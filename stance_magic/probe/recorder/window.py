@@ -387,14 +387,15 @@ class WindowMixin:
         for sampling in self._counted.values():
             # counted-only hits: a count per function, not an event each
             n = sampling.hits - mark.sampled.get(sampling, 0)
+            if not n and sampling.key not in keys:
+                continue
+            if sampling.key not in keys:
+                keys.append(sampling.key)
+            t = _target(targets, sampling.key)
+            t.sampled += n
+            t.sample_first, t.sample_every = sampling.first, sampling.every
             if n:
-                if sampling.key not in keys:
-                    keys.append(sampling.key)
-                _target(targets, sampling.key).sampled += n
                 window.calls[cached] = window.calls.get(cached, 0) + n
-            if sampling.key in keys:
-                t = _target(targets, sampling.key)
-                t.sample_first, t.sample_every = sampling.first, sampling.every
         for obj in keys:
             self._lookup_bound(obj, _target(targets, obj))
         window.targets = list(targets.values())
