@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import probe
 from .render import MAX_DETAILS, html_table, report_html, report_text, text_table
-from .render.labels import LOOKUPS_COLUMN
+from .render.labels import LOOKUPS_COLUMN, PEAK_MEMORY
 from .report import CellReport, Comparison
 from .spec import MeasureSpec
 from .stance import Stance
@@ -254,8 +254,8 @@ def compare(
         with engine.applied(stance):
             steady_peak = _peak_of(run)
         notes.append(
-            "memory peaks (-m): eager and steady compiled from one extra run each; the "
-            "first compiled run was timed with memory measuring on"
+            f"{PEAK_MEMORY} (-m): eager and steady compiled from one extra run each; "
+            "the first compiled run was timed with memory measuring on"
         )
     # Warm-up: every run up to the last one that compiled (eager_then_compile
     # compiles on its second run, a recompile can come later still).
@@ -328,7 +328,7 @@ class SweepResult:
         if not self.memory:
             return self.HEAD
         i = self.HEAD.index(LOOKUPS_COLUMN) + 1
-        return (*self.HEAD[:i], "peak mem", *self.HEAD[i:])
+        return (*self.HEAD[:i], PEAK_MEMORY, *self.HEAD[i:])
 
     HEAD = (
         "stance",

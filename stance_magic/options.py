@@ -437,8 +437,8 @@ ARGUMENTS = (
         help=_h(
             "Measure every cache lookup with torch's profiler ('TorchDynamo Cache "
             "Lookup' events) instead of timing the lookups of the called functions in situ: "
-            "it also times the lookups after graph breaks (resume functions), and slows the "
-            "rest of the cell while it runs."
+            "it also times the lookups after graph breaks (resume functions), and slows "
+            "everything else the cell runs."
         ),
     ),
     argument(

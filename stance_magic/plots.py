@@ -12,6 +12,7 @@ import io
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .render.labels import CACHE_LOOKUPS as LOOKUPS
+from .render.labels import EXECUTION, PEAK_MEMORY
 from .stance import stance_text
 from .text import cell_label, fmt_bytes, fmt_s
 from .text import plural as _n
@@ -117,14 +118,14 @@ def report_figure(rep: Any) -> Figure:
             ("eager run", COLORS["eager"], [v * scale for v in eager]),
             ("compile", COLORS["compile"], [v * scale for v in comp]),
             (LOOKUPS, COLORS["guard"], [v * scale for v in guard]),
-            ("execution", COLORS["run"], [v * scale for v in exe]),
+            (EXECUTION, COLORS["run"], [v * scale for v in exe]),
         ],
     )
 
     run_i = len(labels) - 1
     summary = (
-        f"compile {fmt_s(comp[run_i])} · cache lookups {fmt_s(guard[run_i])} · "
-        f"execution {fmt_s(exe[run_i])}"
+        f"compile {fmt_s(comp[run_i])} · {LOOKUPS} {fmt_s(guard[run_i])} · "
+        f"{EXECUTION} {fmt_s(exe[run_i])}"
     )
     if eager_s is not None:
         summary = f"eager {fmt_s(eager_s)} | " + summary
@@ -152,7 +153,7 @@ def compare_figure(result: Any) -> Figure:
         [
             ("eager run", COLORS["eager"], [eager[0] * scale, 0.0]),
             ("compile", COLORS["compile"], [0.0, compile_first * scale]),
-            (f"execution + {LOOKUPS}", COLORS["run"], [0.0, (first_c - compile_first) * scale]),
+            (f"{EXECUTION} + {LOOKUPS}", COLORS["run"], [0.0, (first_c - compile_first) * scale]),
         ],
     )
     ax.set_xlabel(f"first run ({unit})")
@@ -173,13 +174,13 @@ def compare_figure(result: Any) -> Figure:
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
     n = max(se.n, sc.n)
-    ax.set_xlabel(f"median of {n} runs ({sunit})")
-    ax.set_title("steady state (min–max bars)", fontsize=10, loc="left")
+    ax.set_xlabel(f"median of {n} runs ({sunit})\nbars: min–max")
+    ax.set_title("steady state", fontsize=10, loc="left")
     return fig
 
 
 def sweep_figure(result: Any) -> Figure:
-    """--sweep: one bar per stance, compile / guards / execution stacked."""
+    """--sweep: one bar per stance, compile / cache lookups / execution stacked."""
     reps = result.reports
     labels = [r.stance_label + (" (error)" if r.error else "") for r in reps]
     walls = [r.wall_s for r in reps]
@@ -199,7 +200,7 @@ def sweep_figure(result: Any) -> Figure:
         [
             ("compile", COLORS["compile"], comp),
             (LOOKUPS, COLORS["guard"], guard),
-            ("execution", COLORS["run"], exe),
+            (EXECUTION, COLORS["run"], exe),
         ],
     )
 
@@ -209,7 +210,7 @@ def sweep_figure(result: Any) -> Figure:
         for i, r in enumerate(reps):
             annotate(mx, i, peaks[i], fmt_bytes(r.peak_bytes))
         mx.set_xlabel("MB above the start")
-        mx.set_title("first-run peak memory", fontsize=10, loc="left")
+        mx.set_title(f"first-run {PEAK_MEMORY}", fontsize=10, loc="left")
         mx.set_xlim(0, max(peaks) * 1.6 or 1.0)
         mx.grid(axis="x", alpha=0.3)
         mx.set_axisbelow(True)
@@ -421,7 +422,7 @@ class _HistoryKey:
                 self.unnamed.append(label)
         self.caption = "↻ recompiles · ⎇ graph breaks · ✗ failed (hatched)"
         if memory:
-            self.caption += " · ◆ peak memory (-m)"
+            self.caption += f" · ◆ {PEAK_MEMORY} (-m)"
         self._renderer = FigureCanvasAgg(fig).get_renderer()
         self._font = FontProperties(size=KEY_PT)
         self.x0 = 8.0
@@ -446,7 +447,7 @@ class _HistoryKey:
         handles = [
             Patch(color=COLORS["compile"], label="compile"),
             Patch(color=COLORS["guard"], label=LOOKUPS),
-            Patch(color=COLORS["run"], label="rest of the cell"),
+            Patch(color=COLORS["run"], label=EXECUTION),
         ]
         fig.legend(
             handles=handles,
@@ -494,8 +495,8 @@ class _HistoryKey:
 
 
 def _history_bars(ax: Any, shown: Sequence[Any], slots: int, plot_h: float, memory: bool) -> None:
-    """One stacked bar per cell (compile, cache lookups, the rest of its wall
-    time), a failed cell's hatched, its figures written above it, and the
+    """One stacked bar per cell (compile, cache lookups, execution: the rest of
+    its wall time), a failed cell's hatched, its figures written above it, and the
     axes: ``In [M]`` under each bar, the wall time's unit at the left."""
     n = len(shown)
     x = list(range(n))
@@ -656,7 +657,7 @@ def ranks_figure(view: Any, max_bars: int = MAX_RANK_BARS) -> Figure:
             ("compile", COLORS["compile"], [r.compile_s * scale for r in rows]),
             (LOOKUPS, COLORS["guard"], [(r.lookup_s or 0.0) * scale for r in rows]),
             (
-                "execution",
+                EXECUTION,
                 COLORS["run"],
                 [max(r.wall_s - r.compile_s - (r.lookup_s or 0.0), 0.0) * scale for r in rows],
             ),

@@ -8,6 +8,7 @@ import gc
 import inspect
 import logging
 import os
+import re
 import shutil
 import types
 from typing import Any
@@ -220,6 +221,14 @@ def run(sh, code: str):
 
 def html_outputs(cap) -> list[str]:
     return [o.data["text/html"] for o in cap.outputs if "text/html" in o.data]
+
+
+def has_row(text: str, label: str, value: str) -> bool:
+    """Whether a text report has the row ``label`` whose value starts with
+    ``value``, however wide the report pads its labels (as wide as its
+    longest row's)."""
+    pattern = rf"^  {re.escape(label)} +{re.escape(value)}"
+    return re.search(pattern, text, re.MULTILINE) is not None
 
 
 def text_outputs(cap) -> list[str]:

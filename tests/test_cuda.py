@@ -40,7 +40,15 @@ from stance_magic.report import Recompile
 from stance_magic.spec import MeasureSpec
 from stance_magic.stance import Stance
 
-from conftest import cuda_test, html_outputs, last, run, steady_timed, text_outputs
+from conftest import (
+    cuda_test,
+    has_row,
+    html_outputs,
+    last,
+    run,
+    steady_timed,
+    text_outputs,
+)
 from timing import agree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -400,7 +408,7 @@ def test_reduce_overhead_on_cpu_tensors_is_skipped_with_torchs_reason(sh, tmp_pa
         if "cpu device" in skip.reason:
             assert skip.where.startswith("In [") and "torch.sin(x)" in skip.source
         text = "\n".join(text_outputs(cap))
-        assert "CUDA graphs          1 skipped" in text
+        assert has_row(text, "CUDA graphs", "1 skipped")
         assert f"skipped: {skip.reason}" in text and "the graph's devices: cpu" in text
         assert "CUDA graphs" in html_outputs(cap)[0]
         assert any("ran without CUDA graphs" in h for h in rep.advice())
@@ -505,7 +513,7 @@ def test_graphs_recorded_for_new_sizes_become_a_hint_in_recompile_terms():
     (frame,) = cg.frames
     assert frame.sizes == [[8], [16], [32], [64]] and "compile 0/1" in frame.frame
     text = str(rep)
-    assert "CUDA graphs          4 recorded (3 for new input sizes), 12 replayed" in text
+    assert has_row(text, "CUDA graphs", "4 recorded (3 for new input sizes), 12 replayed")
     assert "sizes 8; 16; 32; 64" in text
     hints = advice.advise(rep)
     assert any("re-recorded 3 times: the batch size changes; pad it" in h for h in hints), hints
@@ -672,7 +680,7 @@ def test_a_pending_backward_is_a_row_line_and_a_hint():
     cg = rep.cudagraphs
     assert cg.pending_backward == ["forward (compile 0/0)"] and not cg.empty
     text = str(rep)
-    assert "CUDA graphs          5 warm-up runs, 1 graph held back by a pending backward" in text
+    assert has_row(text, "CUDA graphs", "5 warm-up runs, 1 graph held back by a pending backward")
     assert "forward (compile 0/0): torch kept running its warm-up (eagerly)" in text
     assert any(
         "stayed in warm-up: outputs of an earlier call still wait for their backward" in h
@@ -760,7 +768,7 @@ def test_reading_an_overwritten_output_is_named_with_torchs_own_error(sh):
     cg = rep.cudagraphs
     assert cg.overwritten_output and cg.overwritten_made_at == f"In [{n}], line 2 `y = x @ x`"
     text = "\n".join(text_outputs(cap))
-    assert "CUDA graphs          an overwritten output read" in text
+    assert has_row(text, "CUDA graphs", "an overwritten output read")
     assert f"after a later run overwrote it (the output made at In [{n}], line 2" in text
     assert any("was read after a later run overwrote it: clone" in h for h in rep.advice())
     assert rep.summary_row()["cudagraph_output_overwritten"] is True

@@ -75,7 +75,7 @@ def test_aot_eager_then_compile_first_call_needs_less_memory(sh):
     # the times came from runs without memory measuring
     assert not any(r.memory_on for r in (eager, etc, aot))
     text = "\n".join(text_outputs(cap))
-    assert "peak mem" in text
+    assert "peak memory" in text
     assert "first-run memory: aot_eager_then_compile peaked at" in text
 
 
@@ -94,14 +94,14 @@ def test_compare_gives_eager_first_and_steady_peaks(sh):
     assert c.compiled_first_peak_bytes < c.eager_peak_bytes
     assert c.compiled_steady_peak_bytes <= c.eager_peak_bytes
     text = "\n".join(text_outputs(cap))
-    assert "memory peaks" in text and "first compiled run was timed with memory" in text
+    assert "peak memory (-m)" in text and "first compiled run was timed with memory" in text
 
 
 def test_memory_in_history_and_exports(sh, tmp_path):
     run(sh, "%%stance default -m -q\nx = torch.ones(1000)")
     run(sh, "%%stance default -q\ny = torch.ones(10)")
     hist = stance_magic.history()
-    assert "peak mem" in str(hist) and "4.0 kB" in str(hist)
+    assert "peak memory" in str(hist) and "4.0 kB" in str(hist)
     csv_path, json_path = tmp_path / "h.csv", tmp_path / "h.json"
     run(sh, f"%stance history --csv {csv_path} --json {json_path}")
     head, first, second = csv_path.read_text().splitlines()[:3]

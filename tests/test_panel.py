@@ -26,7 +26,7 @@ from stance_magic.stance import make_stance
 from stance_magic.widget import NO_BACKEND, PanelUnavailable, StancePanel
 from stance_magic.widget_live import without_headline
 
-from conftest import ui
+from conftest import has_row, ui
 
 widgets = pytest.importorskip("ipywidgets")
 
@@ -462,7 +462,7 @@ def test_one_notation_for_a_stance(ip: Any, make_panel: Any) -> None:
     assert f"· {want} ·" in ui(p).live.titles[0] == summary_line(rep)
     assert f"· {html.escape(want)} ·" in rep._repr_html_()  # its headline
     assert f"· {want} ·" in str(rep).splitlines()[0]
-    assert f"stance               {want}" in rep.text(verbose=True)
+    assert has_row(rep.text(verbose=True) + "\n", "stance", f"{want}\n")
 
 
 def test_backends_that_cannot_run_are_not_offered_and_are_refused(ip: Any, make_panel: Any) -> None:

@@ -460,7 +460,8 @@ def test_report_text_and_html_in_the_cell_output(sh):
         "compiles",
         "recompiles",
         "graph breaks",
-        "cache hits / misses",
+        "code cache",
+        "hits, ",
         "guards",
         "stance",
     ):

@@ -11,6 +11,19 @@ one ``DeprecationWarning`` each. No hint, README or docs page, nor a
 notebook's markdown, calls the figure by an old name (``guard cost``, ``the
 guard figure``, ``cache lookups (guards)``).
 
+The same law for the other figures with one name in ``render/labels.py``:
+*peak memory* (``PEAK_MEMORY``; never "peak mem" or "memory peaks"),
+*execution* for a cell's wall time less its compile time and cache lookups
+(``EXECUTION``; never "rest of the cell"), *code cache* for Dynamo's cache
+of compiled code beside the *compile caches* (``CACHE_HITS``: ``code cache
+2000 hits, 0 misses``; the row was "cache hits / misses"), and the history's *budget*
+column (the row is "recompile budget"; the column was "entries"). The test
+reads every string a user reads: the package's own (the report's rows and
+headlines, the hints, the panel, the charts, the options' help: every string
+constant but docstrings), what a real measured cell shows (its text and HTML,
+the history's table, its charts, the CSV's and JSON's headers), the README,
+the docs' pages and the notebooks' markdown.
+
 The compile phases have one list of keys (``probe.PHASES``), which the
 report's columns (``dynamo_s``, ...) and the render's labels follow.
 """
@@ -30,9 +43,19 @@ from matplotlib.figure import Figure
 
 from stance_magic import plots, probe
 from stance_magic.compare import SweepResult
-from stance_magic.export import csv_text
-from stance_magic.render import history_text
-from stance_magic.render.labels import CACHE_LOOKUPS, LOOKUPS_COLUMN, PHASE_LABELS, RANK_COLUMNS
+from stance_magic.export import csv_text, json_text
+from stance_magic.render import history_html, history_text
+from stance_magic.render.labels import (
+    BUDGET_COLUMN,
+    CACHE_HITS,
+    CACHE_LOOKUPS,
+    EXECUTION,
+    LOOKUPS_COLUMN,
+    MEMORY_COLUMN,
+    PEAK_MEMORY,
+    PHASE_LABELS,
+    RANK_COLUMNS,
+)
 from stance_magic.report import PHASES
 from stance_magic.report.rows import OLD_COLUMNS
 
@@ -194,3 +217,125 @@ def test_no_page_hint_or_notebook_calls_the_lookup_figure_guards():
     assert _OLD_LOOKUP_NAMES.search("hits/misses, guard cost, peak memory")
     assert _OLD_LOOKUP_NAMES.search("cache lookups (guards) are 40% of this cell")
     assert not _OLD_LOOKUP_NAMES.search("the guards that tell entries apart")
+
+
+#: Each figure's one name, and what it must never be called (in any text a
+#: user reads: see _every_text).
+_SECOND_NAMES = {
+    CACHE_LOOKUPS: _OLD_LOOKUP_NAMES,
+    PEAK_MEMORY: re.compile(r"\bpeak mem\b(?!ory)|\bmemory peaks?\b", re.IGNORECASE),
+    EXECUTION: re.compile(r"\brest of the cell\b", re.IGNORECASE),
+    # Dynamo's code cache, as against the compile caches (the row was "cache
+    # hits / misses", beside "compile caches")
+    CACHE_HITS: re.compile(r"(?<!code )\bcache hits / misses\b", re.IGNORECASE),
+}
+
+PACKAGE = Path(__file__).resolve().parent.parent / "stance_magic"
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of a module's docstring nodes (for maintainers, not shown)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def _package_strings() -> dict[str, str]:
+    """Every string constant of the package but docstrings, by module: the
+    report's rows and headlines, the hints, the panel's words, the charts'
+    labels, the options' help, the notes (f-strings' literal parts too)."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text("utf-8"))
+        skip = _docstrings(tree)
+        strings = [
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip
+        ]
+        out[str(path.relative_to(PACKAGE.parent))] = "\n".join(strings)
+    return out
+
+
+MEASURED_CELL = (
+    "%%stance default -m -q\n"
+    "g = torch.compile(lambda x, n: x * n, backend='eager')\n"
+    "for n in (1, 2, 3):\n"
+    "    g(torch.ones(3), n)"
+)
+
+
+def _shown_texts(sh, tmp_path) -> dict[str, str]:
+    """What a real measured cell (memory on, a frame that recompiled) shows:
+    its report's text and HTML, the history's table as text and HTML, the
+    words of its charts, and the CSV's and JSON's headers."""
+    res, _ = run(sh, MEASURED_CELL)
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    assert rep.memory and rep.summary_row()["recompiles"] >= 1
+    hist = [rep, rep]
+    rows = json.loads(json_text(hist))
+    return {
+        "the report (text)": rep.text(verbose=True),
+        "the report (HTML)": rep._repr_html_() or "",
+        "the history (text)": history_text(hist),
+        "the history (HTML)": history_html(hist),
+        "the report's chart": " | ".join(_texts(plots.report_figure(rep))),
+        "the history's chart": " | ".join(_texts(plots.history_figure(hist))),
+        "the CSV's header": " ".join(next(csv.reader(io.StringIO(csv_text(hist))))),
+        "the JSON's keys": " ".join(sorted(rows[0] if isinstance(rows, list) else rows)),
+    }
+
+
+def _every_text(sh, tmp_path) -> dict[str, str]:
+    return {**_user_texts(), **_package_strings(), **_shown_texts(sh, tmp_path)}
+
+
+def test_no_text_a_user_reads_gives_a_figure_a_second_name(sh, tmp_path):
+    texts = _every_text(sh, tmp_path)
+    assert any(k.startswith("stance_magic/widget") for k in texts)  # the panel
+    assert "stance_magic/advice.py" in texts and "the history's chart" in texts
+    found = {}
+    for name, rule in _SECOND_NAMES.items():
+        for where, text in texts.items():
+            if where == "stance_magic/render/labels.py":
+                continue  # the table that names them (its comments say what not to say)
+            hits = sorted({m.group(0) for m in rule.finditer(text)})
+            if hits:
+                found.setdefault(name, {})[where] = hits
+    assert not found, f"a figure called by a second name (its one name: the key): {found}"
+    # the figures are shown, by their one name, where the cell has them
+    shown = {k: v for k, v in texts.items() if not k.endswith(".py") and "/" not in k}
+    assert PEAK_MEMORY in shown["the history (text)"].splitlines()[0]
+    assert EXECUTION in shown["the report's chart"]
+    assert EXECUTION in shown["the history's chart"]
+    # the rules catch what they are for, and leave the words' other uses
+    assert _SECOND_NAMES[PEAK_MEMORY].search("lookups  peak mem  fallbacks")
+    assert _SECOND_NAMES[PEAK_MEMORY].search("memory peaks (-m): eager and steady")
+    assert not _SECOND_NAMES[PEAK_MEMORY].search("the peak memory of a run")
+    assert _SECOND_NAMES[EXECUTION].search("compile, cache lookups, rest of the cell")
+    assert _SECOND_NAMES[CACHE_HITS].search("  cache hits / misses  2000 / 0")
+    assert not _SECOND_NAMES[CACHE_HITS].search("code cache hits / misses, lookups timed")
+    rows = shown["the report (text)"].splitlines()
+    assert any(re.match(rf"  {CACHE_HITS} +\d+ hits?, \d+ miss(es)?$", r) for r in rows), rows
+
+
+def test_the_historys_columns_take_their_names_from_the_table(sh):
+    """The history's optional columns are the labels' (a recompiled frame's
+    budget, the peak memory), so the table and the docs say the same."""
+    res, _ = run(sh, MEASURED_CELL)
+    assert res.success, res.error_in_exec
+    rep = last(sh)
+    import stance_magic.render.history as hist_mod
+
+    columns = hist_mod._columns([rep])
+    assert MEMORY_COLUMN in columns and MEMORY_COLUMN == ("peak_bytes", PEAK_MEMORY)
+    head = history_text([rep]).splitlines()[0]
+    assert PEAK_MEMORY in head and "peak mem " not in head.replace(PEAK_MEMORY, "")
+    assert BUDGET_COLUMN in columns and BUDGET_COLUMN == ("budget", "budget")
+    assert "budget" in head.split() and "entries" not in head.split()
+    assert RANK_COLUMNS["peak_bytes"] == PEAK_MEMORY

@@ -26,7 +26,12 @@ WHY_RECOMPILED = "why it recompiled"
 WHY_WOULD_RECOMPILE = "why it would recompile"
 GRAPH_BREAKS = "graph breaks"
 CUDA_GRAPHS = "CUDA graphs"
-CACHE_HITS = "cache hits / misses"
+#: Dynamo's code cache (each frame's cache entries of compiled code), its
+#: row the lookups that found an entry and those that did not (``2000 hits,
+#: 0 misses``): "code cache" wherever it is meant, as against the "compile
+#: caches" (AOTAutograd's and the FX graph cache); ``hits/misses`` as a
+#: table's column, ``cache_hits`` and ``cache_misses`` in the CSV.
+CACHE_HITS = "code cache"
 #: The time Dynamo spends finding a call's compiled code (building the
 #: frame's locals and running the guards): "cache lookups" wherever it is
 #: shown (the row, the charts), "lookups" as a table's column, ``lookup_s``
@@ -36,10 +41,20 @@ LOOKUPS_COLUMN = "lookups"
 COMPILED_CALL = "a compiled call"
 #: A device's memory row (``memory (cuda:0)``).
 MEMORY = "memory ({device})"
+#: The most memory a run held above its start: "peak memory" wherever it is
+#: shown (the comparison's row, the history's, sweep's and ranks' column,
+#: the charts), ``peak_bytes`` in the CSV and JSON; never "peak mem" or
+#: "memory peaks".
+PEAK_MEMORY = "peak memory"
+#: A cell's wall time less its compile time and its cache lookups (the code
+#: running, compiled or eager, and all else the cell did): "execution" as
+#: every chart's segment and summary names it; never "rest of the cell".
+EXECUTION = "execution"
 EAGER_FALLBACKS = "eager fallbacks"
 REFUSED_RECOMPILES = "refused recompiles"
 CALLS = "calls"
-MEMORY_PEAKS = "memory peaks"
+#: --compare -m: the peak memory of the eager, first and steady compiled runs
+MEMORY_PEAKS = PEAK_MEMORY
 EAGER_STEADY = "eager (steady)"
 COMPILED_STEADY = "compiled (steady)"
 SPEEDUP = "speedup"
@@ -157,9 +172,10 @@ HISTORY_COLUMNS = (
 )
 
 #: Shown when some cell of the history measured memory.
-MEMORY_COLUMN = ("peak_bytes", "peak mem")
-#: Shown when some frame of the history recompiled: its entries of the limit.
-BUDGET_COLUMN = ("budget", "entries")
+MEMORY_COLUMN = ("peak_bytes", PEAK_MEMORY)
+#: Shown when some frame of the history recompiled: the recompile budget of
+#: the cell's fullest frame (its cache entries of the limit, ``3/8``).
+BUDGET_COLUMN = ("budget", "budget")
 
 #: Shown when some cell of the history compiled with Inductor's caches: their
 #: state and the FX graph cache's hits/misses (``warm 1/0``).
@@ -178,7 +194,7 @@ RANK_COLUMNS = {
     "graph_breaks": "breaks",
     "hits_misses": "hits/misses",
     "lookup_s": LOOKUPS_COLUMN,
-    "peak_bytes": "peak memory",
+    "peak_bytes": PEAK_MEMORY,
     "refused_recompiles": "refused",
     "error": "error",
 }

@@ -1,4 +1,4 @@
-"""The cache lookups section: the cache's hits and misses, the lookups'
+"""The cache lookups section: the code cache's hits and misses, the lookups'
 time and how it was measured (a lower bound where some could not be timed),
 and a compiled call's anatomy (torch.compile's wrapper, the lookup, the
 compiled code; on a GPU, who sets the pace)."""
@@ -15,9 +15,12 @@ from .rows import Row
 
 
 def lookup_rows(rep: Any) -> list[Row]:
-    """The hits and misses, the lookups, and a compiled call's parts (where timed)."""
+    """The code cache's hits and misses, the lookups, and a compiled call's
+    parts (where timed)."""
+    misses = rep.cache_misses
+    hits = f"{_plural(rep.cache_hits, 'hit')}, {misses} miss{'' if misses == 1 else 'es'}"
     rows = [
-        Row(CACHE_HITS, f"{rep.cache_hits} / {rep.cache_misses}", [], ""),
+        Row(CACHE_HITS, hits, [], ""),
         Row(CACHE_LOOKUPS, _lookup_value(rep), _lookup_details(rep.lookups), ""),
     ]
     if rep.call_parts is not None:
@@ -47,7 +50,7 @@ def lookup_method(lk: Any) -> str:
         event = f"'{lk.event}' " if lk.event else ""
         text = (
             f"measured: {lk.profiled} {event}profiler events (frame locals plus guards); "
-            "the profiler slows the rest of the cell"
+            "the profiler slows everything else the cell runs"
         )
         if lk.profiler_counts_empty:
             text += (
