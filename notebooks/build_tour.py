@@ -16,12 +16,17 @@ browser. The notebooks under ``notebooks/`` are left untouched.
 ``--save`` executes the given notebooks (all ``NN_*.ipynb`` by default) and
 writes their outputs back into the files, as they are committed; nbval then
 checks fresh runs of the cells tagged ``nbval-check-output`` against them
-(``make test``). Cell metadata, tags included, is kept as it is.
+(``make test``). Cell metadata, tags included, is kept as it is. A cell
+tagged ``docs-image:NAME.png`` is the source of the docs' picture
+``docs/images/NAME.png``: ``--save`` writes the cell's chart there too, so
+the docs show the charts of the code as it is (``tests/test_docs.py`` checks
+that each such picture is its cell's stored chart).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 import subprocess
 import sys
@@ -32,6 +37,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TOUR = HERE / "01_tour.ipynb"
 SUMMARY_TAG = "summary"
+#: ``docs-image:NAME.png``: the cell whose chart is the docs' picture NAME.png
+IMAGE_TAG = "docs-image:"
+IMAGES = ROOT / "docs" / "images"
 KERNEL = "python3"
 
 
@@ -103,6 +111,27 @@ def count_images(nb: object) -> int:
     )
 
 
+def docs_images(nb: object) -> dict[str, bytes]:
+    """The docs' pictures a notebook holds: for each code cell tagged
+    ``docs-image:NAME.png``, its first chart (PNG bytes), by NAME.png. A
+    tagged cell without a chart raises: the picture would go stale."""
+    out = {}
+    for c in nb["cells"]:
+        tags = c.get("metadata", {}).get("tags", [])
+        names = [t[len(IMAGE_TAG) :] for t in tags if t.startswith(IMAGE_TAG)]
+        if not names:
+            continue
+        pngs = [
+            o["data"]["image/png"] for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+        ]
+        if not pngs:
+            raise ValueError(f"the cell tagged {IMAGE_TAG}{names[0]} has no chart")
+        data = pngs[0] if isinstance(pngs[0], str) else "".join(pngs[0])
+        for name in names:
+            out[name] = base64.b64decode(data)
+    return out
+
+
 def write_html(nb: object, target: Path) -> Path:
     """The executed notebook as one self-contained page (images inline)."""
     from nbconvert import HTMLExporter
@@ -141,6 +170,9 @@ def save(paths: list[Path], timeout: int, verbose: bool) -> int:
         nb, seconds = execute(path, timeout, verbose)
         nbformat.write(nb, path)
         print(f"{path.relative_to(ROOT)}: ran in {seconds:.0f} s, outputs saved")
+        for name, png in docs_images(nb).items():
+            (IMAGES / name).write_bytes(png)
+            print(f"  wrote docs/images/{name} (its chart)")
     return 0
 
 

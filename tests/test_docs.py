@@ -89,6 +89,46 @@ def test_notebooks_mark_nbval_cells_with_tags_not_comments():
                     assert tag in plugin.metadata_tags, (path.name, tag)
 
 
+#: The docs' pictures that are screenshots (``make screenshots``: the browser
+#: test copies them) or drawn by hand, each with where it comes from; every
+#: other picture is a notebook cell's chart (a ``docs-image:NAME.png`` tag).
+NOT_FROM_A_NOTEBOOK = {
+    "panel.png": "make screenshots",
+    "panel-dark.png": "make screenshots",
+    "report.png": "make screenshots",
+    "diff.png": "make screenshots",
+    "tracing-lab.png": "make screenshots",
+    "tracing.png": "rep.tracing_figure() of docs/compile-time.md's GPT-2 cell",
+}
+
+
+def test_the_docs_charts_are_the_notebooks_stored_charts():
+    """Each chart the docs show is the stored chart of the notebook cell
+    tagged ``docs-image:NAME.png`` (``build_tour.py --save`` writes both), so
+    a picture cannot keep a label the code no longer draws (the history
+    chart said "guards" and "rest of the cell" long after the charts did
+    not); a picture with no source fails."""
+    sys.path.insert(0, str(ROOT / "notebooks"))
+    from build_tour import docs_images
+
+    charts: dict[str, tuple[str, bytes]] = {}
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for name, png in docs_images(json.loads(path.read_text())).items():
+            assert name not in charts, f"{name}: tagged in {charts[name][0]} and {path.name}"
+            charts[name] = (path.name, png)
+    assert {"history.png", "compare.png", "sweep.png", "sweep-memory.png"} <= set(charts)
+    for name, (notebook, png) in charts.items():
+        picture = DOCS / "images" / name
+        assert picture.exists() and picture.read_bytes() == png, (
+            f"docs/images/{name} is not {notebook}'s stored chart: "
+            "run notebooks/build_tour.py --save"
+        )
+    pictures = {p.name for p in (DOCS / "images").glob("*.png")}
+    unsourced = pictures - set(charts) - set(NOT_FROM_A_NOTEBOOK)
+    assert not unsourced, f"pictures no notebook cell or screenshot makes: {sorted(unsourced)}"
+    assert not set(charts) & set(NOT_FROM_A_NOTEBOOK)
+
+
 def test_api_signatures_hide_the_deprecated_catch_all():
     """``measure(**deprecated)`` takes the renamed keywords' old names; the API
     page's signature leaves it out (docs/conf.py's autodoc-process-signature hook)."""
