@@ -101,8 +101,8 @@ def anatomy(step: Callable[[], Any], n: int, rounds: int) -> dict:
     import torch
 
     import stance_magic
-    from stance_magic.engine import get_engine
     from stance_magic.probe.anatomy import CALIBRATIONS
+    from stance_magic.session.engine import get_engine
 
     for _ in range(3):
         step()

@@ -43,7 +43,7 @@ def _history(cells: int) -> list:
     import torch
 
     import stance_magic
-    from stance_magic.engine import get_engine
+    from stance_magic.session.engine import get_engine
 
     def f(x):
         return x.sin() + 1
@@ -78,7 +78,7 @@ def main() -> None:
     args = ap.parse_args()
     rounds = 3 if args.quick else args.rounds
 
-    from stance_magic.build.diff import diff_cells, pick
+    from stance_magic.builder.diff import diff_cells, pick
 
     history = _history(args.cells)
     # the notebook's code: a cell per report, each defining a function, and

@@ -129,7 +129,7 @@ def child(model: str, backend: str, mode: str, calls: int, measured: int) -> dic
     shell, _load = make_shell()
     load_s = time.perf_counter() - t0
     shell.user_ns.update(cm=cm, x=x, torch=torch)
-    from stance_magic.engine import get_engine
+    from stance_magic.session.engine import get_engine
 
     history = get_engine().history
 

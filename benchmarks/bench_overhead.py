@@ -202,7 +202,7 @@ def guard_hook_off() -> Iterator[None]:
 
 
 def _clear_history() -> None:
-    from stance_magic.engine import get_engine
+    from stance_magic.session.engine import get_engine
 
     get_engine().history.clear()
 
@@ -354,7 +354,7 @@ def bench_render(shell: Any, repeats: int = 30, batch: int = 20) -> dict[str, An
         "_bench_gc(torch.ones(3, 3))\n"
     )
     run_cells(shell, src, 1)
-    from stance_magic.engine import get_engine
+    from stance_magic.session.engine import get_engine
 
     rep = get_engine().history[-1]
     if not rep.compiles:

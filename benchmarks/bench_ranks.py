@@ -130,7 +130,7 @@ def worker(out: Path, rounds: int, cells: int) -> None:
     import torch.distributed as dist
 
     from stance_magic import ranks
-    from stance_magic.engine import get_engine
+    from stance_magic.session.engine import get_engine
 
     rank = int(os.environ["RANK"])
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
@@ -347,7 +347,7 @@ sh = InteractiveShell.instance(config=c)
 sh.display_formatter.active_types = list(sh.display_formatter.format_types)
 sh.run_cell("%load_ext stance_magic")
 import stance_magic, torch.distributed as dist
-from stance_magic.engine import get_engine
+from stance_magic.session.engine import get_engine
 assert not dist.is_initialized()
 n, batch = int(sys.argv[1]), 50
 out = []

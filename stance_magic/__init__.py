@@ -17,12 +17,12 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager as ContextManager
     from typing import Any, Callable, Literal
 
-    from .engine import get_engine as get_engine
-    from .measurement import Measured as Measured
     from .ranks import RankReport as RankReport
     from .render import BreakList, History
     from .report.cell import CellReport as CellReport
     from .report.diff import CellDiff as CellDiff
+    from .session.engine import get_engine as get_engine
+    from .session.measurement import Measured as Measured
     from .spec import MeasureSpec as MeasureSpec
     from .stance import Stance as Stance
     from .stance import StanceError as StanceError
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .warm import load_cache as load_cache
     from .warm import precompile as precompile
     from .warm import save_cache as save_cache
-    from .widget import panel as panel
+    from .widgets.panel import panel as panel
 
 from ._version import __version__ as __version__
 
@@ -68,12 +68,12 @@ _LAZY = {
     "current_stance": "stance",
     "supported_stances": "stance",
     "make_stance": "stance",
-    "get_engine": "engine",
+    "get_engine": "session.engine",
     "CellReport": "report",
     "MeasureSpec": "spec",
-    "Measured": "measurement",
+    "Measured": "session.measurement",
     "RankReport": "ranks",
-    "panel": "widget",
+    "panel": "widgets.panel",
     "save_cache": "warm",
     "load_cache": "warm",
     "precompile": "warm",
@@ -115,7 +115,7 @@ def measure(
 ) -> ContextManager[Measured]:
     """Run a block under a stance and measure what torch.compile did.
 
-    A context manager yielding a :class:`~stance_magic.measurement.Measured`:
+    A context manager yielding a :class:`~stance_magic.session.measurement.Measured`:
     the block's :class:`CellReport` once the block has ended (its figures
     read through it: ``rep.compiles``), also added to :func:`history`.
     ``stance=None`` means the session stance, and a stance the block's own
@@ -151,7 +151,7 @@ def measure(
     >>> rep.compiles
     1
     """
-    from .engine import get_engine
+    from .session.engine import get_engine
     from .spec import MeasureSpec
     from .stance import make_stance
 
@@ -215,7 +215,7 @@ def set_session_stance(
     force_backend: str | Callable[..., Any] | None = None,
 ) -> Stance:
     """Set the session stance (as ``%stance NAME`` does); return the previous one."""
-    from .engine import get_engine
+    from .session.engine import get_engine
     from .stance import make_stance
 
     return get_engine().set_session(make_stance(stance, skip_guard_eval_unsafe, force_backend))
@@ -223,8 +223,8 @@ def set_session_stance(
 
 def history() -> History[CellReport]:
     """The measured cells of this session, oldest first, as a table-like list."""
-    from .engine import get_engine
     from .render import History
+    from .session.engine import get_engine
 
     return History(get_engine().history)
 
@@ -240,11 +240,11 @@ def diff(
     names one run of cell 7's sweep). Neither given: the last two measured
     cells; ``a`` alone: that cell against the measured cell before it.
     Every figure is read from the two reports; nothing runs again. An
-    unknown name raises :class:`stance_magic.build.diff.DiffError` (a
+    unknown name raises :class:`stance_magic.builder.diff.DiffError` (a
     ``ValueError``) listing what can be named."""
-    from .build.diff import diff_cells, pick
-    from .engine import get_engine
+    from .builder.diff import diff_cells, pick
     from .notebook import cell_sources
+    from .session.engine import get_engine
 
     first, second = pick(get_engine().history, a, b)
     return diff_cells(first, second, cell_sources)
@@ -254,8 +254,8 @@ def breaks() -> BreakList:
     """The session's graph breaks as a to-do list: grouped by torch's
     graph-break type and the user's line, most costly first, each with
     torch's hint and documentation page (``%stance breaks``)."""
-    from .engine import get_engine
     from .render import BreakList
+    from .session.engine import get_engine
 
     return BreakList.of(get_engine().history)
 
@@ -263,7 +263,7 @@ def breaks() -> BreakList:
 def bundle(path: str | os.PathLike[str], report: CellReport | None = None) -> str:
     """Zip a measured cell (the last one by default) for a bug report; one line
     says what is in it (``%stance bundle PATH``). See :func:`stance_magic.share.bundle`."""
-    from .engine import get_engine
+    from .session.engine import get_engine
     from .share import BundleError
     from .share import bundle as make_bundle
 
@@ -287,7 +287,7 @@ def load_ipython_extension(ipython: Any) -> None:
     if problem is not None:
         print(problem)
         return
-    from ._extension import load
+    from .frontend.extension import load
 
     load(ipython)
 
@@ -298,6 +298,6 @@ def unload_ipython_extension(ipython: Any) -> None:
     ``%reload_ext stance_magic`` (an unload, then a load) keeps the session
     stance and watch as they were.
     """
-    from ._extension import unload
+    from .frontend.extension import unload
 
     unload(ipython)

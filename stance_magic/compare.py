@@ -16,7 +16,7 @@ from .stance import Stance
 from .text import fmt_bytes, fmt_s, shorten
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .session.engine import Engine
 
 #: Spread above which a steady-state figure is flagged as not to be trusted:
 #: interquartile range over median (torch.utils.benchmark flags 10 %; the
@@ -348,7 +348,7 @@ class SweepResult:
         """Each other stance's run against default's: a
         :class:`~stance_magic.report.CellDiff` each (``%stance diff default
         STANCE`` shows one whole); none without a default run."""
-        from .build.diff import diff_cells
+        from .builder.diff import diff_cells
 
         base = next((r for r in self.reports if r.stance_label == "default"), None)
         if base is None:

@@ -442,7 +442,7 @@ def gather(rep: CellReport, mode: bool | str = "summary") -> CellReport:
         >>> if rep.ranks is not None:   # rank 0
         ...     print(rep.ranks)
     """
-    from .build import with_ranks
+    from .builder import with_ranks
     from .report import Gathered
 
     mode = check_mode(mode)

@@ -21,7 +21,7 @@ from traitlets.config import Config
 
 import stance_magic
 from stance_magic import probe
-from stance_magic.engine import get_engine
+from stance_magic.session.engine import get_engine
 
 #: torch's records name the user's context of a recompile (``recompile_user_contexts``)
 HAS_CONTEXTS = probe.torch_version() >= probe.RECOMPILE_USER_CONTEXTS_SINCE
@@ -51,7 +51,7 @@ def _injected_error():
             raise pytest.UsageError(f"STANCE_MAGIC_INJECT={INJECT!r}: only 'lookup2x' is known")
         yield
         return
-    from stance_magic.build import lookups
+    from stance_magic.builder import lookups
 
     estimate = lookups._lookup_estimate
 

@@ -50,7 +50,7 @@ def on_engine(clock: FakeClock, cpu: FakeClock | None = None) -> Iterator[FakeCl
     """stance_magic's engine measures on ``clock`` inside the block, and the
     thread's CPU time on ``cpu`` (None: ``clock`` itself, a thread that never
     waits for the CPU)."""
-    from stance_magic.engine import get_engine
+    from stance_magic.session.engine import get_engine
 
     engine = get_engine()
     engine.use_clock(clock, cpu)

@@ -86,7 +86,7 @@ def test_a_type_checker_sees_every_lazy_name():
             "`if TYPE_CHECKING:` in stance_magic/__init__.py"
         )
     # and the check reads such a line
-    assert seen["Stance"] == "stance" and seen["panel"] == "widget"
+    assert seen["Stance"] == "stance" and seen["panel"] == "widgets.panel"
 
 
 def _returns(fn: Any) -> Any:
@@ -133,7 +133,7 @@ def _public_members(cls: type) -> dict[str, Any]:
 
 
 def test_public_classes_say_what_their_methods_return():
-    from stance_magic.widget import StancePanel
+    from stance_magic.widgets.panel import StancePanel
 
     classes = [c for n in stance_magic.__all__ if isinstance(c := getattr(stance_magic, n), type)]
     classes.append(StancePanel)  # what panel() returns

@@ -393,13 +393,13 @@ def test_torch_s_profiler_bounds_a_functions_lookup_in_its_first_three_cells(sh)
     assert rep.call_parts.calls == lk.timed + lk.waited - lk.waited_calls
     assert "each bounded as torch's profiler bounds a lookup" in lookup_method(lk)
     # forgotten (between windows only): the next cell bounds it again
-    from stance_magic.engine import get_engine
+    from stance_magic.session.engine import get_engine
 
     recorder = get_engine().recorder
     sh.run_cell("import stance_magic")
     res = sh.run_cell(
         "with stance_magic.measure():\n"
-        "    stance_magic.engine.get_engine().recorder.forget_lookup_bounds()"
+        "    stance_magic.session.engine.get_engine().recorder.forget_lookup_bounds()"
     )
     assert isinstance(res.error_in_exec, RuntimeError), res.error_in_exec
     recorder.forget_lookup_bounds()

@@ -25,7 +25,7 @@ import torch
 import stance_magic
 from stance_magic import compare, probe
 from stance_magic.advice import advise
-from stance_magic.build import Closed
+from stance_magic.builder import Closed
 from stance_magic.compare import Steady, break_even
 from stance_magic.report import CellReport, Comparison, GraphBreak, Lookups, Recompile
 
@@ -382,7 +382,7 @@ def test_compare_and_its_window_sync_before_each_clock_reading(sh, events):
         "sync",
         ("read", "stance_magic.compare"),
     ]
-    window = ["sync", ("read", "stance_magic.measurement")]
+    window = ["sync", ("read", "stance_magic.session.measurement")]
     with on_engine(ReadLog(events)) as clock:
         sh.user_ns.update(clk=clock, log=events)
         cost = timed_work(sh, eager=[10 * MS] * 2, graph=[2 * MS] * 2)

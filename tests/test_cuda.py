@@ -27,7 +27,7 @@ import torch
 
 import stance_magic
 from stance_magic import advice, probe
-from stance_magic.build import Closed, build_report
+from stance_magic.builder import Closed, build_report
 from stance_magic.probe import cudagraphs as probe_cudagraphs
 from stance_magic.probe.cudagraphs import (
     CudagraphPending,
@@ -529,7 +529,7 @@ def test_graphs_recorded_after_a_size_recompile_count_as_new_sizes():
         compile_id="0/1",
     )
     closed = _closed(CudagraphWindow(recordings=recs))
-    from stance_magic.build import cudagraphs as build
+    from stance_magic.builder import cudagraphs as build
 
     cg = build._cudagraphs(closed, [], [size])
     assert (cg.recorded, cg.for_new_sizes) == (2, 1)
@@ -631,7 +631,7 @@ def test_a_run_time_skip_from_a_cached_graph_names_the_line_compiled_here(sh):
 def test_a_skip_inside_a_helper_of_another_file_keeps_torchs_line(tmp_path):
     """The line torch names is kept when the frame compiled here does not hold
     that code (a helper inlined from another file, or code that changed)."""
-    from stance_magic.build.places import _line_in_frame
+    from stance_magic.builder.places import _line_in_frame
 
     f = tmp_path / "model.py"
     f.write_text(
@@ -1048,17 +1048,18 @@ def test_a_window_inside_another_sees_only_its_own_cuda_graph_skips():
 def test_a_window_without_cuda_graphs_gets_what_the_whole_builder_makes(sh, monkeypatch):
     """The builder's short way for a window that saw no CUDA graph (the
     steady cell) gives what the whole of it makes of the same window."""
-    from stance_magic import build, measurement
-    from stance_magic.build import cudagraphs as cg
+    from stance_magic import builder
+    from stance_magic.builder import cudagraphs as cg
+    from stance_magic.session import measurement
 
     seen = []
-    whole = build.build_report
+    whole = builder.build_report
 
     def keep(closed, **kw):
         seen.append(closed)
         return whole(closed, **kw)
 
-    monkeypatch.setattr(measurement.build, "build_report", keep)
+    monkeypatch.setattr(measurement.builder, "build_report", keep)
     sh.run_cell("f = torch.compile(lambda x: x * 2, backend='eager')\nf(torch.ones(2))")
     run(sh, "%%stance default -q\nfor _ in range(5):\n    f(torch.ones(2))")
     (closed,) = seen

@@ -16,9 +16,9 @@ import pytest
 import torch
 from torch._dynamo.utils import counters
 
-from stance_magic.build.diff import DiffError, diff_cells, pick
-from stance_magic.engine import get_engine
+from stance_magic.builder.diff import DiffError, diff_cells, pick
 from stance_magic.report import CellDiff, CellReport
+from stance_magic.session.engine import get_engine
 
 from conftest import run
 
@@ -187,7 +187,7 @@ def test_two_identical_runs_say_so(shell):
 
 
 def test_the_lookup_cost_is_compared_only_over_enough_lookups():
-    from stance_magic.build.diff import LOOKUP_MIN_TIMED
+    from stance_magic.builder.diff import LOOKUP_MIN_TIMED
     from stance_magic.report import Lookups
 
     def rep(per: float, timed: int, n: int) -> CellReport:

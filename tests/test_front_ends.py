@@ -12,9 +12,9 @@ from IPython.utils.capture import capture_output
 from traitlets.config import Config
 
 import stance_magic
-from stance_magic.engine import get_engine
-from stance_magic.magics import StanceMagics
-from stance_magic.options import ACCEPTS, FORMS, RULES, WORD_RULES
+from stance_magic.frontend.magics import StanceMagics
+from stance_magic.frontend.options import ACCEPTS, FORMS, RULES, WORD_RULES
+from stance_magic.session.engine import get_engine
 
 from conftest import html_outputs, last, run, text_outputs
 

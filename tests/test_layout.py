@@ -120,9 +120,11 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_graph_is_read_from_the_code():
     graph = import_graph()
-    assert {"engine", "report", "render", "probe", "magics", "stance", "text"} <= set(graph)
-    assert "probe" in graph["engine"] and "render" in package_graph()["report"]
-    assert "report" in package_graph()["build"] and "build" in graph["measurement"]
+    assert {"session.engine", "report", "render", "probe", "frontend.magics", "stance"} <= set(
+        graph
+    )
+    assert "probe" in graph["session.engine"] and "render" in package_graph()["report"]
+    assert "report" in package_graph()["builder"] and "builder" in graph["session.measurement"]
     # the test would see a new circle, a type-only import included
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import b")
@@ -151,20 +153,23 @@ def package_graph() -> dict[str, set[str]]:
 
 
 def test_the_flow_is_one_way():
-    """Front ends → engine → measurement → builder → report; the views read
-    reports and import neither the engine nor the report classes."""
+    """Front ends (the magics, the panel) → the session (engine, measurement)
+    → the builder → the report; the views read reports and import neither the
+    session nor the report classes; the packages, folded, have no circle."""
     graph = package_graph()
-    order = ["magics", "engine", "measurement", "build", "report"]
+    order = ["frontend", "session", "builder", "report"]
     for upper, lower in itertools.pairwise(order):
         assert lower in graph[upper], (upper, lower)
+    assert "session" in graph["widgets"]
+    assert _cycle(graph) is None, " → ".join(_cycle(graph) or [])
     for view in ("render", "plots", "plots_tracing", "advice", "text", "stance"):
-        assert not {"engine", "measurement", "build", "report"} & graph[view], view
+        assert not {"session", "builder", "report"} & graph[view], view
     # the words come from the report alone: an exported or gathered report
     # reads the same in any process, whatever torch it has
     for view in ("render", "advice", "text"):
         assert "probe" not in graph[view], view
     # the words are made from the report alone: render reads no builder
-    assert "build" not in graph["render"]
+    assert "builder" not in graph["render"]
     assert graph["text"] == set()  # a leaf
     assert graph["notebook"] == set()  # IPython's one home imports nothing of ours
 
@@ -228,7 +233,7 @@ def _report_writes(tree: ast.Module, fields: set[str]) -> list[str]:
 
 
 def test_only_the_builder_writes_a_report():
-    """A report is made whole by :mod:`stance_magic.build` and read by
+    """A report is made whole by :mod:`stance_magic.builder` and read by
     everyone else: no other module assigns to a report's field or grows one
     of its lists (the probe, which never sees a report, keeps its own
     records)."""
@@ -237,7 +242,7 @@ def test_only_the_builder_writes_a_report():
     found = {
         module: writes
         for module, tree in _modules().items()
-        if _top(module) not in ("build", "report", "probe")
+        if _top(module) not in ("builder", "report", "probe")
         and (writes := _report_writes(tree, fields))
     }
     assert found == {}
@@ -372,7 +377,7 @@ def test_no_private_helpers_read_across_modules():
     assert found == {}
     # the check sees both kinds
     tree = ast.parse("from . import probe\nprobe._torch_str()\nprobe.monitoring.X")
-    assert len(_private_attribute_reads("measurement", tree, names)) == 2
+    assert len(_private_attribute_reads("compare", tree, names)) == 2
 
 
 def test_no_private_names_handed_on():
@@ -498,3 +503,67 @@ def test_torch_messages_are_parsed_only_in_the_probe():
             elif isinstance(node, ast.ImportFrom) and node.module == "re":
                 found.add(module)
     assert found <= set(REGEX_OUTSIDE_THE_PROBE), found - set(REGEX_OUTSIDE_THE_PROBE)
+
+
+#: What stays at the package's top: its face, the values every layer reads
+#: (a stance, a spec, a place, text), the views that are one module each,
+#: IPython's and the paths' one homes, and the sections not yet split by
+#: layer (compare, ranks, warm: issue 51). A new module goes into the
+#: package of its role; this list grows only on purpose.
+TOP_MODULES = {
+    "__init__",
+    "_version",
+    "advice",
+    "causes",
+    "compare",
+    "export",
+    "notebook",
+    "paths",
+    "place",
+    "plots",
+    "plots_tracing",
+    "ranks",
+    "spec",
+    "stance",
+    "text",
+    "warm",
+}
+#: The packages, by role: who may import each (``None``: anyone).
+PACKAGES = {
+    "frontend": {"__init__"},  # the IPython front end: the magics, their commands and help
+    "widgets": {"__init__", "frontend"},  # the panel
+    "session": {"__init__", "frontend", "widgets", "compare"},  # engine, cells, measurement
+    "builder": None,  # a closed window → the whole report
+    "report": None,  # the report's dataclasses
+    "render": None,  # the report's words, tables, HTML
+    "probe": None,  # torch: hooks, records, versions
+    "share": None,  # --trace, --timeline, the bundle
+}
+
+
+def test_the_top_level_shows_the_layers():
+    graph = package_graph()
+    top = {m for m in graph if m not in PACKAGES}
+    assert top == TOP_MODULES, (
+        f"new at the top: {sorted(top - TOP_MODULES)}; gone: {sorted(TOP_MODULES - top)}"
+    )
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert packages == set(PACKAGES), packages ^ set(PACKAGES)
+    for package, allowed in PACKAGES.items():
+        if allowed is None:
+            continue
+        importers = {m for m, targets in graph.items() if package in targets}
+        assert importers <= allowed, (package, sorted(importers - allowed))
+    # the session and everything under it import no IPython (the engine runs
+    # in any Python; IPython is the front end's, and notebook.py's)
+    for module, tree in _modules().items():
+        if _top(module) in ("session", "builder", "report", "render", "probe"):
+            imported = {
+                (n.module or "").split(".")[0]
+                if isinstance(n, ast.ImportFrom)
+                else a.name.split(".")[0]
+                for n in ast.walk(tree)
+                if isinstance(n, (ast.Import, ast.ImportFrom))
+                for a in n.names
+            }
+            assert not {"IPython", "ipywidgets"} & imported, module

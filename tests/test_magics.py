@@ -484,7 +484,7 @@ def test_unload_while_watching_restores_torch_record_limit():
         sh.run_cell("x = 1")
         sh.run_cell("%unload_ext stance_magic")
         assert probe.deque_limit() == 64
-        from stance_magic.engine import get_engine
+        from stance_magic.session.engine import get_engine
 
         assert get_engine().watch is False and get_engine()._recorder is None
     finally:

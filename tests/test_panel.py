@@ -21,10 +21,10 @@ import pytest
 from IPython.utils.capture import capture_output
 
 import stance_magic
-from stance_magic.engine import SKIP_GUARD_WARNING, get_engine
+from stance_magic.session.engine import SKIP_GUARD_WARNING, get_engine
 from stance_magic.stance import make_stance
-from stance_magic.widget import NO_BACKEND, PanelUnavailable, StancePanel
-from stance_magic.widget_live import without_headline
+from stance_magic.widgets.live import without_headline
+from stance_magic.widgets.panel import NO_BACKEND, PanelUnavailable, StancePanel
 
 from conftest import has_row, ui
 
@@ -305,7 +305,7 @@ def test_stance_panel_refuses_a_shell_without_kernel(ip: Any) -> None:
 
 
 def test_without_ipywidgets(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    module = importlib.import_module("stance_magic.widget")
+    module = importlib.import_module("stance_magic.widgets.panel")
     monkeypatch.setitem(sys.modules, "ipywidgets", None)
     with capture_output() as cap:
         ip.run_cell("%stance panel")
@@ -313,8 +313,8 @@ def test_without_ipywidgets(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(PanelUnavailable, match=r"pip install ipywidgets"):
         stance_magic.panel()
     # The module also imports cleanly where ipywidgets is missing.
-    monkeypatch.delitem(sys.modules, "stance_magic.widget")
-    fresh = importlib.import_module("stance_magic.widget")
+    monkeypatch.delitem(sys.modules, "stance_magic.widgets.panel")
+    fresh = importlib.import_module("stance_magic.widgets.panel")
     assert fresh is not module and fresh.widgets is None
     with pytest.raises(fresh.PanelUnavailable, match="pip install ipywidgets"):
         fresh.panel()
@@ -323,8 +323,11 @@ def test_without_ipywidgets(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_package_attribute_is_the_function_whatever_the_import_order(make_panel: Any) -> None:
-    importlib.import_module("stance_magic.widget")
-    assert callable(stance_magic.panel) and stance_magic.panel.__module__ == "stance_magic.widget"
+    importlib.import_module("stance_magic.widgets.panel")
+    assert (
+        callable(stance_magic.panel)
+        and stance_magic.panel.__module__ == "stance_magic.widgets.panel"
+    )
     assert isinstance(make_panel(), StancePanel)
 
 
@@ -448,7 +451,7 @@ def test_history_chart_is_sized_bounded_and_labelled() -> None:
 
 def test_one_notation_for_a_stance(ip: Any, make_panel: Any) -> None:
     from stance_magic.stance import stance_text
-    from stance_magic.widget import summary_line
+    from stance_magic.widgets.panel import summary_line
 
     p = make_panel()
     out = run(ip, "%stance default -b eager -u").stdout
@@ -542,7 +545,7 @@ def test_a_change_held_back_by_a_running_cell_says_so(ip: Any, make_panel: Any) 
 
 
 def test_theme_css_and_the_notes_that_need_no_kernel(make_panel: Any) -> None:
-    from stance_magic.widget import BUSY_NOTE, CSS, RESTART_NOTE
+    from stance_magic.widgets.panel import BUSY_NOTE, CSS, RESTART_NOTE
 
     p = make_panel()
     assert CSS in ui(p).title.value
@@ -656,7 +659,7 @@ def test_the_open_panel_compares_two_cells_of_its_history(ip: Any, make_panel: A
     """Under the report, the last cell against the one before it (what
     ``%stance diff`` says); picking two cells shows their diff; a collapsed
     panel leaves it alone."""
-    from stance_magic.widget_diff import BEFORE
+    from stance_magic.widgets.diff import BEFORE
 
     p = make_panel()
     run(ip, "%%stance -q\ny = f(x)")

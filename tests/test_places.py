@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from stance_magic import place
-from stance_magic.build import called_from, frame_text
+from stance_magic.builder import called_from, frame_text
 from stance_magic.place import Place, Worded
 from stance_magic.report import Budget, Recompile
 

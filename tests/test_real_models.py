@@ -306,7 +306,7 @@ def test_the_wall_time_of_a_calibrating_cell_is_what_the_user_waited(sh, one_thr
     the wall time, and the report says how long it took. Before, the
     profiler's data was read outside the wall time: 104 ms against 255 ms
     waited (0.41) in a first cell, 47 against 65 ms (0.72) in the next."""
-    from stance_magic.engine import get_engine
+    from stance_magic.session.engine import get_engine
 
     sh.run_cell(
         "gpt = models.gpt2()\n"

@@ -18,8 +18,8 @@ import torch._dynamo.utils as dynamo_utils
 from torch._dynamo.utils import get_compilation_metrics
 
 from stance_magic import probe
-from stance_magic.build import frame_text
-from stance_magic.engine import get_engine
+from stance_magic.builder import frame_text
+from stance_magic.session.engine import get_engine
 
 from conftest import HAS_CONTEXTS, html_outputs, last, run
 

@@ -788,7 +788,7 @@ def test_a_report_of_nothing_is_the_report_the_whole_builder_makes(monkeypatch):
     dicts of its own."""
     from dataclasses import fields, replace
 
-    from stance_magic import build
+    from stance_magic import builder
     from stance_magic.report import CellReport
 
     def both(**spec: object) -> tuple[CellReport, CellReport]:
@@ -796,7 +796,7 @@ def test_a_report_of_nothing_is_the_report_the_whole_builder_makes(monkeypatch):
         for whole in (False, True):
             with monkeypatch.context() as m:
                 if whole:
-                    m.setattr(build, "_nothing_seen", lambda window: False)
+                    m.setattr(builder, "_nothing_seen", lambda window: False)
                 with stance_magic.measure("eager_on_recompile", label="empty", **spec) as rep:
                     pass
             reports.append(rep.report)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from stance_magic.engine import get_engine
+from stance_magic.session.engine import get_engine
 
 from conftest import run, ui
 

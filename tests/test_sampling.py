@@ -196,7 +196,7 @@ def test_the_report_says_each_functions_sampling():
     """The lookup row names the sampling the cell's functions were counted
     under: one rate for all, each function's own where they differ (one
     bounded for the session times fewer), none where every lookup was timed."""
-    from stance_magic.build.lookups import _lookups
+    from stance_magic.builder.lookups import _lookups
     from stance_magic.probe import Target, Window
     from stance_magic.render.lookups import lookup_method
 
@@ -228,7 +228,7 @@ def test_the_estimate_is_stratified_first_lookups_and_spot_checks():
     """A cell's first lookups are slower (cold caches): they stand for
     themselves, and each spot check for its share of the counted-only ones,
     so the total and the median follow the later lookups."""
-    from stance_magic.build.lookups import _lookup_estimate, _weighted_median
+    from stance_magic.builder.lookups import _lookup_estimate, _weighted_median
     from stance_magic.probe import Target
 
     first = [10e-6] * 64
@@ -261,7 +261,7 @@ def test_a_calibrated_cells_profiled_calls_stand_for_themselves_by_their_events(
     first, 4 of them slow; the 12 profiled ones are the 4 events' (3 each),
     so the median is the steady lookup, not the first calls'. Unbounded (no
     share), the events are not the same measure as the spans: left out."""
-    from stance_magic.build.lookups import _lookup_estimate, _weighted_median
+    from stance_magic.builder.lookups import _lookup_estimate, _weighted_median
     from stance_magic.probe import Target
 
     spans = [300e-6, 150e-6, 100e-6, 90e-6, 56e-6, 55e-6, 55e-6, 54e-6]
@@ -511,7 +511,7 @@ def test_a_long_loops_spot_checks_past_the_cap_time_their_lookup_only(sh):
 MODULE = """
 %%stance default -q
 from torch._dynamo.testing import CompileCounterWithBackend
-from stance_magic.engine import get_engine
+from stance_magic.session.engine import get_engine
 cnt = CompileCounterWithBackend('eager')
 class Block(torch.nn.Module):
     def forward(self, x):
@@ -682,7 +682,7 @@ def test_the_busy_note_only_where_the_waiting_changed_the_reading():
     BUSY_WAITED_SHARE of the timed lookups' time, or at least
     BUSY_SPANS_SHARE of the spans waited; a few calls off the CPU among many
     (a quiet kernel's output thread) say nothing."""
-    from stance_magic.build.notes import BUSY_MIN, BUSY_SPANS_SHARE, BUSY_WAITED_SHARE, _busy_note
+    from stance_magic.builder.notes import BUSY_MIN, BUSY_SPANS_SHARE, BUSY_WAITED_SHARE, _busy_note
 
     assert (BUSY_WAITED_SHARE, BUSY_SPANS_SHARE, BUSY_MIN) == (0.1, 0.25, 2)
     # 1 call of 3 (33 %): one call's parts missing of a few: no note

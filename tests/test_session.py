@@ -13,7 +13,7 @@ from torch._dynamo import eval_frame, utils
 
 import stance_magic
 from stance_magic import probe
-from stance_magic.engine import get_engine
+from stance_magic.session.engine import get_engine
 
 from conftest import run
 

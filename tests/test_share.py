@@ -403,7 +403,7 @@ def test_shorten_paths_as_the_report_does(tmp_path, monkeypatch):
 def test_panel_traces_the_next_cell_only(sh, tmp_path, monkeypatch):
     pytest.importorskip("ipywidgets")
     import stance_magic
-    from stance_magic.engine import get_engine
+    from stance_magic.session.engine import get_engine
 
     monkeypatch.chdir(tmp_path)
     run(sh, "f = torch.compile(lambda x: x.sin() + 1, backend='eager')\nx = torch.ones(3)")

@@ -164,7 +164,7 @@ def test_a_record_with_only_the_oldest_fields_still_makes_a_report():
     supported torch writes (and none of the newer fields) gives a report."""
     import types
 
-    from stance_magic.build import Closed, build_report
+    from stance_magic.builder import Closed, build_report
     from stance_magic.spec import MeasureSpec
     from stance_magic.stance import make_stance
 

@@ -25,7 +25,7 @@ import torch
 
 import stance_magic
 from stance_magic import probe
-from stance_magic.build.tracing import tracing
+from stance_magic.builder.tracing import tracing
 from stance_magic.probe.records import RecordInfo
 from stance_magic.probe.tracing import module_path
 from stance_magic.report import FrameCompile

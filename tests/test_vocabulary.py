@@ -297,7 +297,7 @@ def _every_text(sh, tmp_path) -> dict[str, str]:
 
 def test_no_text_a_user_reads_gives_a_figure_a_second_name(sh, tmp_path):
     texts = _every_text(sh, tmp_path)
-    assert any(k.startswith("stance_magic/widget") for k in texts)  # the panel
+    assert any(k.startswith("stance_magic/widgets/panel") for k in texts)  # the panel
     assert "stance_magic/advice.py" in texts and "the history's chart" in texts
     found = {}
     for name, rule in _SECOND_NAMES.items():

@@ -27,10 +27,10 @@ from torch.compiler._cache import CacheArtifactManager
 
 import stance_magic
 from stance_magic import warm
-from stance_magic.build import compile_caches
-from stance_magic.engine import get_engine
+from stance_magic.builder import compile_caches
 from stance_magic.probe import caches as probe_caches
 from stance_magic.report import CellReport, FrameCompile
+from stance_magic.session.engine import get_engine
 from stance_magic.text import fmt_s
 
 from conftest import has_row, run, text_outputs

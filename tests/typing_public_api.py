@@ -18,9 +18,9 @@ import stance_magic
 if TYPE_CHECKING:
     from typing_extensions import assert_type
 
-    from stance_magic.engine import Engine
     from stance_magic.render import BreakEntry, BreakList, History
-    from stance_magic.widget import StancePanel
+    from stance_magic.session.engine import Engine
+    from stance_magic.widgets.panel import StancePanel
 
 
 def uses(path: os.PathLike[str]) -> None:

@@ -7,7 +7,7 @@ skip reasons and the place torch gives a specialized size are text torch
 writes for people; each function here reads one of them into plain data
 (names, numbers, booleans), and says which message it reads and which torch
 releases word it that way. A new torch's wording is then a change here
-alone: :mod:`stance_magic.causes` and :mod:`stance_magic.build` make their
+alone: :mod:`stance_magic.causes` and :mod:`stance_magic.builder` make their
 words from what these functions return and import no ``re``.
 
 Nothing here imports torch: the text is read as text, so a report exported

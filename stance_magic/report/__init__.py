@@ -1,7 +1,7 @@
 """The per-cell report: what torch.compile did in one measured block, as plain data.
 
 :class:`CellReport` holds numbers, names and places; it is made whole, once,
-by :mod:`stance_magic.build` from a closed measuring window and never written
+by :mod:`stance_magic.builder` from a closed measuring window and never written
 to afterwards. Words live in :mod:`stance_magic.render` (a report's ``__str__``
 and ``_repr_html_`` hand it over), charts in :mod:`stance_magic.plots`.
 

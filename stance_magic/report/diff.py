@@ -1,5 +1,5 @@
 """Two measured cells compared (``%stance diff``, :func:`stance_magic.diff`):
-:class:`CellDiff`, made by :func:`stance_magic.build.diff.diff_cells` from
+:class:`CellDiff`, made by :func:`stance_magic.builder.diff.diff_cells` from
 the two reports alone, and worded by :mod:`stance_magic.render.diff`."""
 
 from __future__ import annotations

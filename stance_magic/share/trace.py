@@ -23,7 +23,7 @@ from ..report import Shared
 from ..text import fmt_s
 
 if TYPE_CHECKING:
-    from ..build import Closed
+    from ..builder import Closed
     from ..report import CellReport
 
 __all__ = [

@@ -7,7 +7,7 @@ only thing a collapsed panel updates); opened, it shows that cell's report
 a chart of the cells that compiled, failed or changed stance, drawn only
 while the area is open, only when a cell changed something, and after the
 cell's reply where a kernel's event loop allows; under them, two cells of
-the history compared (:mod:`stance_magic.widget_diff`).
+the history compared (:mod:`stance_magic.widgets.diff`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from .render import summary_line
+from ..render import summary_line
 
 if TYPE_CHECKING:
-    from .engine import Engine
-    from .report import CellReport
-    from .stance import Stance
+    from ..report import CellReport
+    from ..session.engine import Engine
+    from ..stance import Stance
 
 __all__ = ["LiveArea"]
 
@@ -47,7 +47,7 @@ def without_headline(html_text: str) -> str:
 
 
 class LiveArea:
-    """The live area of :class:`~stance_magic.widget.StancePanel`: what a
+    """The live area of :class:`~stance_magic.widgets.panel.StancePanel`: what a
     report from the engine changes in it, and when it is drawn."""
 
     _engine: Engine
@@ -58,7 +58,7 @@ class LiveArea:
     _report_stale: bool
     _chart_stale: bool
     _chart_pending: bool
-    # the widgets (made by widget_tree.PanelTree)
+    # the widgets (made by tree.PanelTree)
     _live: Any
     _report: Any
     _chart: Any
@@ -144,7 +144,7 @@ class LiveArea:
             return
         self._chart_stale = False
         try:
-            from .plots import history_png
+            from ..plots import history_png
 
             png = history_png(self._engine.history, cache_key=id(self._engine))
         except ImportError as err:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .notebook import in_reload
+from ..notebook import in_reload
 
 _STATE: dict[int, dict[str, Any]] = {}
 #: What ``%reload_ext`` carries from the unload to the load that follows it.
@@ -12,7 +12,7 @@ _RELOADING: dict[int, dict[str, Any]] = {}
 
 
 def load(ipython: Any) -> None:
-    from .engine import current_stance, get_engine
+    from ..session.engine import current_stance, get_engine
     from .execution import syntax_checker
     from .magics import StanceMagics
 
@@ -22,7 +22,7 @@ def load(ipython: Any) -> None:
     carried = _RELOADING.pop(key, None)
     if carried is not None and not in_reload(ipython):
         carried = None
-    from .probe import hold
+    from ..probe import hold
 
     engine = get_engine()
     engine.new_session()
@@ -54,7 +54,7 @@ def load(ipython: Any) -> None:
 
 
 def unload(ipython: Any) -> None:
-    from .engine import get_engine
+    from ..session.engine import get_engine
 
     state = _STATE.pop(id(ipython), None)
     if state is None:
@@ -90,14 +90,14 @@ def unload(ipython: Any) -> None:
             if owner is magics:
                 del mm.magics[kind]["stance"]
     mm.registry.pop(type(magics).__name__, None)
-    from .probe import hold
+    from ..probe import hold
 
     hold(False)
     engine = get_engine()
     if not _STATE:
         engine.close()
         if state.get("source_check"):
-            from .probe.precompile import SOURCE_CHECK
+            from ..probe.precompile import SOURCE_CHECK
 
             SOURCE_CHECK.uninstall()
     engine.apply(state["stance_before"])
@@ -107,7 +107,7 @@ def unload(ipython: Any) -> None:
 def _install_source_check() -> bool:
     """Check Dynamo's precompiled frames against the cells' code, where
     torch has them; True where this load put the check in."""
-    from .probe.precompile import SOURCE_CHECK, available
+    from ..probe.precompile import SOURCE_CHECK, available
 
     if SOURCE_CHECK.installed or available() is not None:
         return False

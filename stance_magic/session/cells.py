@@ -44,7 +44,7 @@ class CellTracker:
     hooks of one cell, so two front ends entering or leaving the same cell
     count it once, in whichever order their hooks run. The outermost cell
     starts and ends the engine's cell (``started`` and ``ended``:
-    :meth:`stance_magic.engine.Engine.cell_started` and ``cell_ended``);
+    :meth:`stance_magic.session.engine.Engine.cell_started` and ``cell_ended``);
     :attr:`last_end` is when it last ended.
     """
 

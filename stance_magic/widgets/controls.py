@@ -15,14 +15,14 @@ import contextlib
 import html
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .engine import SKIP_GUARD_WARNING
-from .notebook import sent_before
-from .probe import CompiledRegionError, TorchSupportError
-from .stance import Stance, StanceError
-from .widget_tree import COMMON_BACKENDS, NO_BACKEND
+from ..notebook import sent_before
+from ..probe import CompiledRegionError, TorchSupportError
+from ..session.engine import SKIP_GUARD_WARNING
+from ..stance import Stance, StanceError
+from .tree import COMMON_BACKENDS, NO_BACKEND
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from ..session.engine import Engine
 
 __all__ = ["CLOCK_SLACK_S", "PanelControls"]
 
@@ -38,13 +38,13 @@ def _backend_key(backend: Any) -> Any:
 
 
 class PanelControls:
-    """The controls of :class:`~stance_magic.widget.StancePanel`, both ways:
+    """The controls of :class:`~stance_magic.widgets.panel.StancePanel`, both ways:
     engine to panel (``_sync_*``) and panel to engine (``_on_*``, from the
     widgets' observers)."""
 
     _engine: Engine
     _syncing: bool
-    # the widgets (made by widget_tree.PanelTree)
+    # the widgets (made by tree.PanelTree)
     _stance: Any
     _backend: Any
     _backend_note: Any
@@ -85,7 +85,7 @@ class PanelControls:
         self._watch.button_style = "info" if on else ""
 
     def _backend_options(self, current: Any = None) -> list[tuple[str, Any]]:
-        from . import probe
+        from .. import probe
 
         try:
             names = probe.usable_backends()
@@ -146,7 +146,7 @@ class PanelControls:
 
     def _on_trace_next(self, change: dict[str, Any]) -> None:
         if not self._syncing:
-            from .share import PANEL_TRACE_DIR
+            from ..share import PANEL_TRACE_DIR
 
             self._engine.set_trace_next(PANEL_TRACE_DIR if change["new"] else None)
 

@@ -1,10 +1,10 @@
 """The ``%stance`` line forms, one plain function each.
 
 ``%stance [STANCE]`` (show or set the session stance), ``%stance [STANCE]
---ranks``, and the line commands of :data:`~stance_magic.options.COMMANDS`
+--ranks``, and the line commands of :data:`~stance_magic.frontend.options.COMMANDS`
 (``watch``, ``history``, ``diff``, ``breaks``, ``reset``, ``panel``, ``bundle``,
 ``cache``), as in jupysql's ``cmd`` modules: each takes the engine and the
-line as :class:`~stance_magic.magics.StanceMagics` parsed and checked it, and
+line as :class:`~stance_magic.frontend.magics.StanceMagics` parsed and checked it, and
 does its work through the engine, which holds the state. A user's mistake is
 an IPython ``UsageError``, or a :class:`~stance_magic.stance.StanceError` that
 the magic turns into one. The magic dispatches to :data:`LINE_COMMANDS`.
@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 from IPython.core.error import UsageError
 
+from ..session.engine import Engine, reset_note
+from ..stance import Stance, StanceError, make_stance
 from .display import can_show_images, display_text
-from .engine import Engine, reset_note
 from .options import BUNDLE_USAGE, CACHE_USAGE, DIFF_USAGE, PRECOMPILE_USAGE
-from .stance import Stance, StanceError, make_stance
 
 __all__ = [
     "LINE_COMMANDS",
@@ -80,7 +80,7 @@ def session_line(engine: Engine, args: Any, ns: dict[str, Any] | None) -> None:
 def ranks_line(engine: Engine, args: Any, ns: dict[str, Any] | None) -> None:
     """``%stance [STANCE] --ranks``: set STANCE (if given) on this rank,
     then gather every rank's session stance; rank 0 prints one line."""
-    from . import ranks
+    from .. import ranks
 
     words = args.words
     if not ranks.process_group_ready():
@@ -121,8 +121,8 @@ def watch(engine: Engine, shell: Any, args: Any, rest: list[str]) -> None:
 
 def history(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
     """``%stance history [--csv PATH] [--json PATH] [--plot]``."""
-    from . import export
-    from .render import History
+    from .. import export
+    from ..render import History
 
     hist = History(engine.history)
     try:
@@ -135,7 +135,7 @@ def history(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
             print(f"wrote {rows} to {path}")
     if args.plot and not args.no_plot:
         if can_show_images():
-            from .plots import history_figure, show_figure
+            from ..plots import history_figure, show_figure
 
             display_text(str(hist), hist._repr_html_())
             show_figure(history_figure(hist), text=f"[session history chart: {len(hist)} cells]")
@@ -154,8 +154,8 @@ def diff(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
     """``%stance diff [A [B]]``: two measured cells compared (see
     :func:`stance_magic.diff`); a name that names no cell is a UsageError
     listing what can be named."""
-    from .build.diff import DiffError, diff_cells, pick
-    from .notebook import cell_sources
+    from ..builder.diff import DiffError, diff_cells, pick
+    from ..notebook import cell_sources
 
     names: list[str] = []
     for word in rest:  # "In [7]" arrives as two words
@@ -174,7 +174,7 @@ def diff(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
 
 def breaks(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
     """``%stance breaks``: the session's graph breaks."""
-    from .render import BreakList
+    from ..render import BreakList
 
     return BreakList.of(engine.history)
 
@@ -188,8 +188,8 @@ def reset(engine: Engine, shell: Any, args: Any, rest: list[str]) -> None:
 
 def bundle(engine: Engine, shell: Any, args: Any, rest: list[str]) -> None:
     """``%stance bundle PATH``: the last measured cell, zipped for a bug report."""
-    from .share import BundleError
-    from .share import bundle as make_bundle
+    from ..share import BundleError
+    from ..share import bundle as make_bundle
 
     if len(rest) != 1:
         raise StanceError(BUNDLE_USAGE)
@@ -205,7 +205,7 @@ def bundle(engine: Engine, shell: Any, args: Any, rest: list[str]) -> None:
 
 def cache(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
     """``%stance cache save PATH`` / ``%stance cache load PATH`` (see stance_magic.warm)."""
-    from . import warm
+    from .. import warm
 
     if rest[:1] == ["precompile"]:
         return precompile(engine, shell, args, rest[1:])
@@ -222,7 +222,7 @@ def cache(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
 
 def precompile(engine: Engine, shell: Any, args: Any, rest: list[str]) -> None:
     """``%stance cache precompile [on|off]`` (see stance_magic.warm.precompile)."""
-    from . import warm
+    from .. import warm
 
     if len(rest) > 1 or (rest and rest[0] not in ("on", "off")):
         raise UsageError(PRECOMPILE_USAGE)
@@ -237,8 +237,8 @@ def precompile(engine: Engine, shell: Any, args: Any, rest: list[str]) -> None:
 
 def panel(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
     """``%stance panel``: the widget panel, or a line saying why not."""
-    from .widget import PanelUnavailable
-    from .widget import panel as make_panel
+    from ..widgets.panel import PanelUnavailable
+    from ..widgets.panel import panel as make_panel
 
     try:
         return make_panel(engine=engine, shell=shell)
@@ -252,7 +252,7 @@ def panel(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
 Command = Callable[[Engine, Any, Any, list[str]], Any]
 
 #: ``%stance WORD ...``: the function that does it, for each word of
-#: :data:`~stance_magic.options.COMMANDS`.
+#: :data:`~stance_magic.frontend.options.COMMANDS`.
 LINE_COMMANDS: dict[str, Command] = {
     "watch": watch,
     "history": history,

@@ -5,8 +5,8 @@ message line, the two notes, the live area) with the CSS classes that name
 them for styling and for the tests (``sm-stance``, ``sm-live``, ...), and
 :data:`CSS` is the one ``<style>`` block of JupyterLab theme variables the
 panel's look comes from. What the controls do is
-:mod:`stance_magic.widget_controls`; what the live area shows is
-:mod:`stance_magic.widget_live`; :class:`~stance_magic.widget.StancePanel`
+:mod:`stance_magic.widgets.controls`; what the live area shows is
+:mod:`stance_magic.widgets.live`; :class:`~stance_magic.widgets.panel.StancePanel`
 puts them together.
 
 ipywidgets is imported when a panel is built, never when this module is.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .stance import supported_stances
+from ..stance import supported_stances
 
 __all__ = [
     "BACKEND_OFF_NOTE",
@@ -83,7 +83,7 @@ body[data-jp-theme-light="false"] .sm-chart,body.vscode-dark .sm-chart{
 
 
 class PanelTree:
-    """The building of :class:`~stance_magic.widget.StancePanel`'s widget
+    """The building of :class:`~stance_magic.widgets.panel.StancePanel`'s widget
     tree: :meth:`_build` makes each child widget an attribute of the panel
     (``self._stance``, ``self._live``, ...) and gives back the panel's
     children, top to bottom."""
@@ -147,7 +147,7 @@ class PanelTree:
             f'<div class="sm-restart">{html.escape(RESTART_NOTE)}</div>'
         )
         self._report = W.HTML(layout=W.Layout(max_height="320px", overflow="auto"))
-        from .plots import HISTORY_HEIGHT_PX, HISTORY_WIDTH_PX
+        from ..plots import HISTORY_HEIGHT_PX, HISTORY_WIDTH_PX
 
         self._chart = W.Image(
             format="png",
@@ -162,7 +162,7 @@ class PanelTree:
         self._chart.add_class("sm-chart")
         self._chart_height = HISTORY_HEIGHT_PX
         self._chart_note = W.HTML()
-        from .widget_diff import DiffView
+        from .diff import DiffView
 
         # two cells of the history and their diff (filled while the area is open)
         self._diff = DiffView(getattr(self, "_shell", None))

@@ -1,13 +1,13 @@
 """The ``%stance`` line magic and ``%%stance`` cell magic: a thin view of the engine.
 
-The options are declared once, with their help, in :mod:`stance_magic.options`
+The options are declared once, with their help, in :mod:`stance_magic.frontend.options`
 (``%stance?`` is generated from the parser), with the one table of which
 options each form of the magic accepts, checked before anything runs. The
 line forms (``%stance NAME``, ``%stance watch``, ``%stance history``, ...) are
-plain functions of :mod:`stance_magic.commands`; the magic parses the line and
+plain functions of :mod:`stance_magic.frontend.commands`; the magic parses the line and
 hands it to one. A cell's code runs as IPython runs it
-(:mod:`stance_magic.execution`) and results are shown by
-:mod:`stance_magic.display`. :class:`StanceMagics` is a traitlets
+(:mod:`stance_magic.frontend.execution`) and results are shown by
+:mod:`stance_magic.frontend.display`. :class:`StanceMagics` is a traitlets
 ``Configurable``: ``%config StanceMagics.default_repeat = 10``, or
 ``c.StanceMagics.default_repeat = 10`` in ``ipython_config.py``.
 """
@@ -24,11 +24,14 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Bool, Int, TraitError, observe, validate
 
+from ..notebook import cell_number
+from ..probe import CompiledRegionError, TorchSupportError
+from ..session.engine import Engine, get_engine
+from ..spec import MeasureSpec
+from ..stance import StanceError, make_stance, supported_stances
 from .commands import LINE_COMMANDS, ranks_line, session_line, warn_before_running
 from .display import notice, show
-from .engine import Engine, get_engine
 from .execution import after_cell, compile_cell
-from .notebook import cell_number
 from .options import (
     COMMANDS,
     declare,
@@ -38,9 +41,6 @@ from .options import (
     validate_args,
     word_problem,
 )
-from .probe import CompiledRegionError, TorchSupportError
-from .spec import MeasureSpec
-from .stance import StanceError, make_stance, supported_stances
 
 
 class _View(Protocol):
@@ -74,7 +74,7 @@ def _parse_cached(line: str, cell: bool) -> tuple[Any, str]:
 
 def _word_problem_of(parser: Any, argv: list[str], cell: bool) -> str | None:
     """The first wrong word of a line argparse refused (see
-    :func:`~stance_magic.options.word_problem`): its words as argparse reads
+    :func:`~stance_magic.frontend.options.word_problem`): its words as argparse reads
     them past the options it does not know, or, where an option itself is
     broken (``-b`` without its NAME), the words before the first option."""
     try:
@@ -273,7 +273,7 @@ class StanceMagics(Magics):
         hidden = self.shell.user_ns_hidden
         return {k: v for k, v in self.shell.user_ns.items() if k not in hidden}
 
-    # -- line forms (stance_magic.commands does them) ---------------------------
+    # -- line forms (stance_magic.frontend.commands does them) ---------------------------
     def _line(self, args: Any, form: str) -> Any:
         if form in COMMANDS:
             return LINE_COMMANDS[form](self.engine, self.shell, args, args.words[1:])
@@ -292,7 +292,7 @@ class StanceMagics(Magics):
         __tracebackhide__ = True
         words = args.words
         if args.ranks:
-            from . import ranks
+            from .. import ranks
 
             if not ranks.process_group_ready():
                 raise UsageError(f"%%stance --ranks: {ranks.NO_GROUP}")
@@ -335,13 +335,13 @@ class StanceMagics(Magics):
         except ValueError as err:
             raise StanceError(str(err)) from None
         if args.sweep is not None:
-            from .compare import sweep
+            from ..compare import sweep
 
             swept = sweep(self.engine, run, stances, spec, announce=announce)
             self._show_later(swept, args)
             return None
         if args.compare:
-            from .compare import compare
+            from ..compare import compare
 
             repeat = args.repeat or self.default_repeat
             compared = compare(self.engine, run, spec, repeat=repeat, announce=announce)
@@ -361,7 +361,7 @@ class StanceMagics(Magics):
         if args.quiet:
             return
         if args.ranks:
-            from . import ranks
+            from .. import ranks
 
             obj, plot = ranks.to_show(rep, self.plot and not args.no_plot)
             self._pending.append((obj, plot, self.verbose or args.verbose))

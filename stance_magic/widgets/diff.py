@@ -13,14 +13,14 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from .build.diff import DiffError, diff_cells, pick
-from .notebook import cell_sources
-from .text import cell_label, fmt_s
+from ..builder.diff import DiffError, diff_cells, pick
+from ..notebook import cell_sources
+from ..text import cell_label, fmt_s
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from .report import CellReport
+    from ..report import CellReport
 
 __all__ = ["BEFORE", "CHOICES", "DiffView"]
 

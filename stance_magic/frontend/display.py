@@ -56,7 +56,7 @@ def show(
 
     A report (and a compare result) shows its hints under its headline; the
     other results show theirs after the view."""
-    from .render import MAX_DETAILS
+    from ..render import MAX_DETAILS
 
     n = MAX_DETAILS if max_details is None else max_details
     # a report or a compare result: its hints in its views (drawn once for both)
@@ -71,16 +71,16 @@ def show(
     if advice:
         lines = advice() if callable(advice) else advice
         if lines:
-            from .render import advice_html
+            from ..render import advice_html
 
             display_text("\n".join(f"hint: {a}" for a in lines), advice_html(lines))
     # A report's chart only when the cell is worth showing: an empty bar
     # helps no one and drawing it costs about 60 ms.
-    from .report import CellReport
+    from ..report import CellReport
 
     worth = obj.worth_showing() if isinstance(obj, CellReport) else True
     if plot and worth and hasattr(obj, "figure") and can_show_images():
-        from .plots import show_figure
+        from ..plots import show_figure
 
         fig = obj.figure()
         if fig is not None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 
-from .stance import stance_name_problem
+from ..stance import stance_name_problem
 
 if TYPE_CHECKING:
     import argparse
@@ -100,7 +100,7 @@ DIFF_USAGE = (
 
 def max_repeat() -> int:
     """The most runs per side ``--repeat`` accepts (``compare.MAX_REPEAT``)."""
-    from .compare import MAX_REPEAT
+    from ..compare import MAX_REPEAT
 
     return MAX_REPEAT
 

@@ -1,5 +1,5 @@
 """The front ends' subscription to an engine's events (see
-:class:`stance_magic.engine.Engine` for the events)."""
+:class:`stance_magic.session.engine.Engine` for the events)."""
 
 from __future__ import annotations
 

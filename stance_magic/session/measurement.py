@@ -5,8 +5,8 @@ The flow is one way. A front end (the magics, :func:`stance_magic.measure`,
 :class:`~stance_magic.spec.MeasureSpec`; the engine opens a
 :class:`Measurement` on it (the probe's recorder, the profiler when asked,
 the compile-cache watch, a trace); when the block ends the window is closed
-into a :class:`~stance_magic.build.Closed` (raw facts, nothing built),
-:mod:`stance_magic.build` makes the whole report from it, a trace and a
+into a :class:`~stance_magic.builder.Closed` (raw facts, nothing built),
+:mod:`stance_magic.builder` makes the whole report from it, a trace and a
 gather across ranks complete it, and the engine publishes it (the history,
 the panels). Nothing writes to the report after that.
 """
@@ -16,14 +16,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from . import build, probe
-from .build import Closed
-from .notebook import running_cell_number
+from .. import builder, probe
+from ..builder import Closed
+from ..notebook import running_cell_number
 
 if TYPE_CHECKING:
-    from .report import CellReport, Comparison
-    from .spec import MeasureSpec
-    from .stance import Stance
+    from ..report import CellReport, Comparison
+    from ..spec import MeasureSpec
+    from ..stance import Stance
 
 __all__ = ["Host", "Measured", "Measurement"]
 
@@ -73,7 +73,7 @@ class Measurement:
         watches: list[Any] = []
         self._sharing = None
         if spec.trace is not None or spec.timeline is not None:
-            from .share import Sharing
+            from ..share import Sharing
 
             self._sharing = Sharing(spec.trace, spec.timeline)
             watches.append(self._sharing)
@@ -180,7 +180,7 @@ class Measurement:
         ``execution_count`` is the cell's number when the front end learns it
         only at the end (a watched cell); ``compare``, ``memory`` and
         ``notes`` are what the caller measured around the window (see
-        :func:`stance_magic.build.build_report`)."""
+        :func:`stance_magic.builder.build_report`)."""
         if self.report is not None:
             return self.report
         closed = self.close(error, note, execution_count)
@@ -189,10 +189,10 @@ class Measurement:
         engine = self.engine
         loaded = None
         if closed.window.records:
-            from .warm import loaded_keys
+            from ..warm import loaded_keys
 
             loaded = loaded_keys()
-        rep = build.build_report(
+        rep = builder.build_report(
             closed,
             index=len(engine.history) + 1,
             history=engine.history,
@@ -203,12 +203,12 @@ class Measurement:
         )
         if self._sharing is not None:
             shared, shared_notes = self._sharing.finish(rep, closed)
-            rep = build.with_shared(rep, shared, shared_notes)
+            rep = builder.with_shared(rep, shared, shared_notes)
         ranks = self.spec.ranks
         error = closed.error
         try:
             if ranks is not None and (error is None or isinstance(error, Exception)):
-                from .ranks import gather, process_group_ready
+                from ..ranks import gather, process_group_ready
 
                 if process_group_ready():
                     rep = gather(rep, ranks)

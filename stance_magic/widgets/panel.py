@@ -1,7 +1,7 @@
 """The widget panel: ``%stance panel`` and ``stance_magic.panel()``.
 
 :class:`StancePanel` is a composite :class:`ipywidgets.VBox` and a thin view
-of the one :class:`~stance_magic.engine.Engine`: its controls call the
+of the one :class:`~stance_magic.session.engine.Engine`: its controls call the
 engine's methods, and it follows the engine's events, so the magics, the
 Python API and any number of open panels always agree. It keeps no copy of
 the state; what the controls show is what the engine says.
@@ -19,9 +19,9 @@ is read by the kernel when the cell ends), and when the kernel is gone (the
 widget manager marks the view ``jupyter-widgets-disconnected``).
 
 The panel is put together from three parts by concern: its widget tree and
-look (:mod:`stance_magic.widget_tree`), the controls' state logic
-(:mod:`stance_magic.widget_controls`) and the live area
-(:mod:`stance_magic.widget_live`); this module holds the public widget, what
+look (:mod:`stance_magic.widgets.tree`), the controls' state logic
+(:mod:`stance_magic.widgets.controls`) and the live area
+(:mod:`stance_magic.widgets.live`); this module holds the public widget, what
 it does with the engine's events, and :func:`panel`.
 
 ipywidgets is imported here, when the panel is first asked for, never by
@@ -35,18 +35,18 @@ import contextlib
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .engine import Engine, get_engine, reset_note
-from .render import summary_line as summary_line
-from .stance import Stance, make_stance
-from .widget_controls import PanelControls
-from .widget_live import LiveArea
-from .widget_tree import BUSY_NOTE as BUSY_NOTE
-from .widget_tree import CSS as CSS
-from .widget_tree import NO_BACKEND, PanelTree
-from .widget_tree import RESTART_NOTE as RESTART_NOTE
+from ..render import summary_line as summary_line
+from ..session.engine import Engine, get_engine, reset_note
+from ..stance import Stance, make_stance
+from .controls import PanelControls
+from .live import LiveArea
+from .tree import BUSY_NOTE as BUSY_NOTE
+from .tree import CSS as CSS
+from .tree import NO_BACKEND, PanelTree
+from .tree import RESTART_NOTE as RESTART_NOTE
 
 if TYPE_CHECKING:
-    from .report import CellReport
+    from ..report import CellReport
 
 try:
     import ipywidgets as widgets
@@ -212,7 +212,7 @@ class StancePanel(PanelTree, PanelControls, LiveArea, _Base):
 
     def requested(self) -> Stance:
         """The stance the controls ask for, validated by the engine's rules
-        (raises :class:`~stance_magic.engine.StanceError` if torch would
+        (raises :class:`~stance_magic.session.engine.StanceError` if torch would
         refuse it)."""
         backend = self._backend.value
         return make_stance(

@@ -13,16 +13,16 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
-from . import probe
+from .. import probe
+from ..spec import MeasureSpec
 from .cells import CellTracker
 from .measurement import Measured, Measurement
 from .observers import Observers
-from .spec import MeasureSpec
 
 if TYPE_CHECKING:
-    from .report import CellReport
+    from ..report import CellReport
 
-from .stance import Stance, current_stance
+from ..stance import Stance, current_stance
 
 __all__ = ["SKIP_GUARD_WARNING", "Engine", "get_engine", "reset_note"]
 
@@ -392,7 +392,7 @@ class Engine(Observers):
         stance the block's own code sets stays after it) and measure it (see
         :class:`~stance_magic.spec.MeasureSpec`): a context manager.
 
-        It yields a :class:`~stance_magic.measurement.Measured`: the block's
+        It yields a :class:`~stance_magic.session.measurement.Measured`: the block's
         report once the block has ended, built whole, then published (the
         history, the observers' ``("report", rep)``). An exception in the
         block propagates unchanged after the report records it.
