@@ -162,7 +162,7 @@ def test_the_flow_is_one_way():
         assert lower in graph[upper], (upper, lower)
     assert "session" in graph["widgets"]
     assert _cycle(graph) is None, " → ".join(_cycle(graph) or [])
-    for view in ("render", "plots", "plots_tracing", "advice", "text", "stance"):
+    for view in ("render", "plots", "advice", "text", "stance"):
         assert not {"session", "builder", "report"} & graph[view], view
     # the words come from the report alone: an exported or gathered report
     # reads the same in any process, whatever torch it has
@@ -520,8 +520,6 @@ TOP_MODULES = {
     "notebook",
     "paths",
     "place",
-    "plots",
-    "plots_tracing",
     "ranks",
     "spec",
     "stance",
@@ -538,6 +536,7 @@ PACKAGES = {
     "render": None,  # the report's words, tables, HTML
     "probe": None,  # torch: hooks, records, versions
     "share": None,  # --trace, --timeline, the bundle
+    "plots": None,  # the charts, a module per view
 }
 
 

@@ -52,7 +52,7 @@ def test_history_key_names_every_stance_whole_inside_the_figure(cells):
     fig = plots.history_figure(_cells(cells))
     w, h = fig.get_size_inches() * fig.dpi
     assert round(w) == plots.HISTORY_WIDTH_PX
-    lines = (round(h) - plots.HISTORY_HEIGHT_PX) / plots.KEY_LINE_PX
+    lines = (round(h) - plots.HISTORY_HEIGHT_PX) / plots.history.KEY_LINE_PX
     assert lines == int(lines) and 0 <= lines <= 3, h
     band = [t.get_text() for t in fig.axes[1].texts]
     boxes = _boxes(fig)
@@ -76,7 +76,11 @@ def test_history_key_fits_beside_the_caption_without_growing():
 
 
 def test_key_lines_wrap_in_order():
-    assert plots._key_lines([50, 50, 50], 200, 400) == [[0, 1, 2]]
-    assert plots._key_lines([300, 50], 200, 400) == [[], [0, 1]]  # none beside the caption
-    assert plots._key_lines([100] * 6, 250, 700) == [[0, 1], [2, 3, 4, 5]]
-    assert plots._key_lines([50, 800, 50], 200, 700) == [[0], [1], [2]]  # too wide: its own line
+    assert plots.history._key_lines([50, 50, 50], 200, 400) == [[0, 1, 2]]
+    assert plots.history._key_lines([300, 50], 200, 400) == [[], [0, 1]]  # none beside the caption
+    assert plots.history._key_lines([100] * 6, 250, 700) == [[0, 1], [2, 3, 4, 5]]
+    assert plots.history._key_lines([50, 800, 50], 200, 700) == [
+        [0],
+        [1],
+        [2],
+    ]  # too wide: its own line

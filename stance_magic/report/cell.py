@@ -360,7 +360,7 @@ class CellReport(Shown):
         """Where Dynamo's tracing time went: the ``n`` functions of most own
         time as bars (torch 2.13+; a ``ValueError`` for a report without
         tracing by function)."""
-        from ..plots_tracing import tracing_figure
+        from ..plots import tracing_figure
 
         return tracing_figure(self, n)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .plots import COLORS, annotate, fit_text, legend_outside, new_figure, stacked_bars, time_unit
-from .text import cell_label, fmt_s
-from .text import plural as _n
+from ..text import cell_label, fmt_s
+from ..text import plural as _n
+from .figure import COLORS, annotate, fit_text, legend_outside, new_figure, stacked_bars, time_unit
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
