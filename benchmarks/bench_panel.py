@@ -81,7 +81,8 @@ class PanelClock:
             w = self.timed(fn)
             on(w)
             self.wrapped.append(w)
-        p._draw_chart = self.timed(type(p)._draw_chart.__get__(p))
+        live = p._live_area  # the chart is drawn by the live area, after the cell
+        live.draw_chart = self.timed(type(live).draw_chart.__get__(live))
 
     def timed(self, fn):
         def w(*a, **k):
@@ -96,7 +97,7 @@ class PanelClock:
         for (off, on, fn), w in zip(self.swaps, self.wrapped):
             off(w)
             on(fn)
-        del self.p._draw_chart
+        del self.p._live_area.draw_chart
         print(self.s)
 """
 CELLS = {

@@ -482,6 +482,58 @@ def test_no_module_class_or_function_too_long():
     assert modules["__init__.py"] > 0 and classes and functions  # the count sees the code
 
 
+def _whole_classes() -> dict[str, int]:
+    """Each class's lines together with those of its bases defined in the
+    package (its mixins), each base counted once: a class split into
+    mixins that share its state is one class."""
+    bodies: dict[str, tuple[str, int, list[str]]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(PACKAGE))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = [
+                    b.id if isinstance(b, ast.Name) else b.attr
+                    for b in node.bases
+                    if isinstance(b, (ast.Name, ast.Attribute))
+                ]
+                size = node.end_lineno - node.lineno + 1
+                bodies.setdefault(node.name, (f"{rel}:{node.name}", size, bases))
+
+    def family(name: str, seen: set[str]) -> set[str]:
+        if name in seen or name not in bodies:
+            return seen
+        seen.add(name)
+        for base in bodies[name][2]:
+            family(base, seen)
+        return seen
+
+    return {
+        where: sum(bodies[n][1] for n in family(name, set()))
+        for name, (where, _, _) in bodies.items()
+    }
+
+
+#: Classes over CLASS_LINES once their mixins are counted with them, each with
+#: what is left to do (issue 51: parts that own their state). The list only
+#: shrinks: a class split into collaborators fails the test until it is taken
+#: off, and a new one over the limit fails it at once.
+WHOLE_CLASSES_OVER = {
+    "probe/recorder/core.py:Recorder": "the recorder: a core and 8 mixins sharing its slots",
+}
+
+
+def test_no_class_is_too_long_with_its_mixins():
+    whole = _whole_classes()
+    over = {c for c, n in whole.items() if n > CLASS_LINES}
+    assert over == set(WHOLE_CLASSES_OVER), (
+        f"over {CLASS_LINES} lines with their mixins: {sorted(over - set(WHOLE_CLASSES_OVER))}; "
+        f"no longer over (take them off the list): {sorted(set(WHOLE_CLASSES_OVER) - over)}"
+    )
+    # the panel is one class whose parts are objects it holds, not its bases
+    assert whole["widgets/panel.py:StancePanel"] <= CLASS_LINES
+    assert whole["probe/recorder/core.py:Recorder"] > 1000  # the count sees the mixins
+
+
 #: Modules outside the probe that may use regular expressions, and on what:
 #: none of them reads torch's messages (that is :mod:`stance_magic.probe`'s
 #: job, so a new torch's wording is a change in one place).

@@ -81,11 +81,11 @@ SKIP_GUARD_WARNING = (
 Clock = Callable[[], float]
 
 
-class Engine(Observers):
+class Engine:
     """Owns the session stance, the cell stance, the measuring and the history.
 
-    Front ends (magics, panel) call its methods and subscribe with
-    :meth:`observe`; events are ``("session", Stance)``, ``("cell", Stance)``
+    Front ends (magics, panel) call its methods and subscribe (``observe``, of its
+    ``observers``); events are ``("session", Stance)``, ``("cell", Stance)``
     when a cell starts under a stance, ``("report", CellReport)``,
     ``("watch", bool)``, ``("reset", None)`` (``("reset", "pending")`` when it
     waits for the running cell), ``("applied", Stance)`` when a session stance
@@ -105,7 +105,8 @@ class Engine(Observers):
         self.watch = False
         #: the front end's running cells, which the magics and panels share
         self.cells = CellTracker(self.cell_started, self.cell_ended)
-        Observers.__init__(self)
+        self.observers = obs = Observers()
+        self.observe, self.unobserve, self.announce = obs.observe, obs.unobserve, obs.announce
         #: open applied() blocks (a %%stance cell's stance, measure()); the
         #: front end's running cells are counted by self.cells
         self._cell_depth = 0
@@ -176,7 +177,7 @@ class Engine(Observers):
             if after != current_stance():
                 self._restore(after)
             self._last_session = after
-            self._emit("applied", after)
+            self.observers.emit("applied", after)
 
     def set_session(self, stance: Stance) -> Stance:
         """Make ``stance`` the session stance; return the previous one.
@@ -193,7 +194,7 @@ class Engine(Observers):
             self._last_session = stance
             self._unapplied = None
         if stance != previous:
-            self._emit("session", stance)
+            self.observers.emit("session", stance)
         return previous
 
     def apply(self, stance: Stance) -> None:
@@ -209,7 +210,7 @@ class Engine(Observers):
         now = current_stance()
         if now != self._last_session:
             self._last_session = now
-            self._emit("session", now)
+            self.observers.emit("session", now)
 
     def new_session(self) -> None:
         """A shell loaded the extension: one-per-session warnings show again."""
@@ -260,7 +261,7 @@ class Engine(Observers):
                 self._unapplied = stance
             if not isinstance(err, Exception):
                 raise  # a KeyboardInterrupt is never swallowed
-            self._emit("unrestored", (stance, err))
+            self.observers.emit("unrestored", (stance, err))
         else:
             if not self._cell_depth:
                 self._unapplied = None
@@ -292,7 +293,7 @@ class Engine(Observers):
             _apply(stance)
         self._cell_depth += 1
         if self._cell_depth == 1:
-            self._emit("cell", stance)
+            self.observers.emit("cell", stance)
         return before, self._generation
 
     def _close_block(self, stance: Stance, before: Stance, keep_own: bool = False) -> None:
@@ -314,10 +315,10 @@ class Engine(Observers):
                 # the block called torch.compiler.set_stance itself
                 if keep_own and waited is None:
                     return
-                self._emit("undone", (now, after))
+                self.observers.emit("undone", (now, after))
             self._restore(after)
         if waited is not None:
-            self._emit("applied", after)
+            self.observers.emit("applied", after)
 
     def end_of_cell(self) -> str | None:
         """A front end's cell has ended (the outermost one, after its own
@@ -416,7 +417,7 @@ class Engine(Observers):
         if spec.trace is None and self.trace_next is not None:
             spec = replace(spec, trace=self.trace_next)
             self.trace_next = None
-            self._emit("traced", spec.trace)
+            self.observers.emit("traced", spec.trace)
         return Measurement(self, spec, stance)
 
     def opened(self, m: Measurement) -> None:
@@ -435,30 +436,30 @@ class Engine(Observers):
         to end (resetting under running compiled code is not safe)."""
         if self._cell_thread is not None and threading.get_ident() != self._cell_thread:
             self._pending_reset = True
-            self._emit("reset", "pending")
+            self.observers.emit("reset", "pending")
             return
         self._reset_now()
 
     def _reset_now(self) -> None:
         probe.reset_compiled_code()
-        self._emit("reset", None)
+        self.observers.emit("reset", None)
 
     def set_trace_next(self, directory: str | None) -> None:
         """Trace the next measured cell into ``directory`` (None: do not);
         observers get a ``("trace_next", directory)`` event."""
         if directory != self.trace_next:
             self.trace_next = directory
-            self._emit("trace_next", directory)
+            self.observers.emit("trace_next", directory)
 
     def set_watch(self, on: bool) -> None:
         if on != self.watch:
             self.watch = on
-            self._emit("watch", on)
+            self.observers.emit("watch", on)
 
     def publish(self, report: CellReport) -> None:
         """Append a finished report to the history and tell observers."""
         self.history.append(report)
-        self._emit("report", report)
+        self.observers.emit("report", report)
 
     def clear_history(self) -> None:
         self.history.clear()
@@ -476,7 +477,7 @@ class Engine(Observers):
             self._recorder.uninstall()
             self._recorder = None
         probe.uninstall_watches()  # the compile-cache and CUDA-graph watches
-        self._listeners.clear()
+        self.observers.clear()
         self.watch = False
         self._cell_thread = None
         self.cells.reset()

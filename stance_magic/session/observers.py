@@ -31,9 +31,16 @@ class Observers:
     def announce(self, text: str) -> None:
         """Tell every front end something it should show (a ``("note", text)``
         event): a panel uses it so that all open panels say the same thing."""
-        self._emit("note", text)
+        self.emit("note", text)
 
-    def _emit(self, event: str, value: Any) -> None:
+    def clear(self) -> None:
+        """Forget every listener."""
+        self._listeners.clear()
+        self._only.clear()
+
+    def emit(self, event: str, value: Any) -> None:
+        """Tell the listeners of ``event`` (one that raises is printed, and the
+        others are still told)."""
         if not self._listeners:
             return
         only = self._only

@@ -1,12 +1,13 @@
 """The stance panel's controls: the state logic the tests drive.
 
-:class:`PanelControls` sets the controls from the engine without calling
-the engine back (:meth:`~PanelControls._sync_controls`), and turns a change
-made in them into a call of the engine (:meth:`~PanelControls._apply_controls`,
-as ``%stance NAME`` does): a request torch would refuse is explained and the
-controls go back to the engine's state. It keeps no copy of the state: what
-the controls show is what the engine says. The one line of messages under
-the controls is written here (:meth:`~PanelControls._say`).
+:class:`Controls` holds the panel's controls (its part of
+:class:`~stance_magic.widgets.tree.PanelParts`) and the one flag of its own
+(setting them from the engine, :meth:`~Controls.sync`, without calling the
+engine back), and turns a change made in them into a call of the engine
+(:meth:`~Controls.apply`, as ``%stance NAME`` does): a request torch would
+refuse is explained and the controls go back to the engine's state. It keeps
+no copy of the state: what the controls show is what the engine says. The
+one line of messages under the controls is written here (:meth:`~Controls.say`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from typing import TYPE_CHECKING, Any, Iterator
 from ..notebook import sent_before
 from ..probe import CompiledRegionError, TorchSupportError
 from ..session.engine import SKIP_GUARD_WARNING
-from ..stance import Stance, StanceError
+from ..stance import Stance, StanceError, make_stance
 from .tree import COMMON_BACKENDS, NO_BACKEND
 
 if TYPE_CHECKING:
     from ..session.engine import Engine
+    from .tree import PanelParts
 
-__all__ = ["CLOCK_SLACK_S", "PanelControls"]
+__all__ = ["CLOCK_SLACK_S", "Controls"]
 
 #: How far the browser's clock may be behind the kernel's before a change
 #: made just after a cell ended reads as made while it ran.
@@ -37,25 +39,44 @@ def _backend_key(backend: Any) -> Any:
     return NO_BACKEND if backend is None else backend
 
 
-class PanelControls:
+class Controls:
     """The controls of :class:`~stance_magic.widgets.panel.StancePanel`, both ways:
-    engine to panel (``_sync_*``) and panel to engine (``_on_*``, from the
-    widgets' observers)."""
+    engine to panel (:meth:`sync`, :meth:`sync_watch`) and panel to engine
+    (the ``_on_*`` observers :meth:`observe` puts on the widgets)."""
 
-    _engine: Engine
-    _syncing: bool
-    # the widgets (made by tree.PanelTree)
-    _stance: Any
-    _backend: Any
-    _backend_note: Any
-    _skip_guard: Any
-    _skip_warning: Any
-    _watch: Any
-    _trace_next: Any
-    _message: Any
-    if TYPE_CHECKING:
+    def __init__(self, engine: Engine, parts: PanelParts) -> None:
+        self._engine = engine
+        self._syncing = False
+        self._stance = parts.stance
+        self._backend = parts.backend
+        self._backend_note = parts.backend_note
+        self._skip_guard = parts.skip_guard
+        self._skip_warning = parts.skip_warning
+        self._watch = parts.watch
+        self._trace_next = parts.trace_next
+        self._reset = parts.reset
+        self._message = parts.message
 
-        def requested(self) -> Stance: ...
+    def observe(self) -> None:
+        """Follow the widgets: a change made in them goes to the engine."""
+        self._stance.observe(self._on_stance, names="value")
+        self._backend.observe(self._on_backend, names="value")
+        self._skip_guard.observe(self._on_skip_guard, names="value")
+        self._watch.observe(self._on_watch, names="value")
+        self._trace_next.value = self._engine.trace_next is not None
+        self._trace_next.observe(self._on_trace_next, names="value")
+        self._reset.on_click(self._on_reset)
+
+    def requested(self) -> Stance:
+        """The stance the controls ask for, validated by the engine's rules
+        (raises :class:`~stance_magic.stance.StanceError` if torch would
+        refuse it)."""
+        backend = self._backend.value
+        return make_stance(
+            self._stance.value,
+            bool(self._skip_guard.value),
+            None if backend == NO_BACKEND else backend,
+        )
 
     @contextlib.contextmanager
     def _quiet(self) -> Iterator[None]:
@@ -66,7 +87,7 @@ class PanelControls:
         finally:
             self._syncing = before
 
-    def _sync_controls(self, stance: Stance) -> None:
+    def sync(self, stance: Stance) -> None:
         with self._quiet():
             if stance.name not in self._stance.options:  # a stance added to torch later
                 self._stance.options = [*self._stance.options, stance.name]
@@ -79,7 +100,7 @@ class PanelControls:
         self._update_enabled()
         self._update_skip_warning()
 
-    def _sync_watch(self, on: bool) -> None:
+    def sync_watch(self, on: bool) -> None:
         with self._quiet():
             self._watch.value = on
         self._watch.button_style = "info" if on else ""
@@ -128,21 +149,21 @@ class PanelControls:
                 self._backend.value = NO_BACKEND
             note = f"backend {dropped} dropped: torch forces a backend only with the default stance"
         self._update_enabled()
-        self._apply_controls(note)
+        self.apply(note)
 
     def _on_backend(self, change: dict[str, Any]) -> None:
         if not self._syncing:
-            self._apply_controls()
+            self.apply()
 
     def _on_skip_guard(self, change: dict[str, Any]) -> None:
         self._update_skip_warning()
         if not self._syncing:
-            self._apply_controls()
+            self.apply()
 
     def _on_watch(self, change: dict[str, Any]) -> None:
         if not self._syncing:
             self._engine.set_watch(bool(change["new"]))
-            self._sync_watch(self._engine.watch)
+            self.sync_watch(self._engine.watch)
 
     def _on_trace_next(self, change: dict[str, Any]) -> None:
         if not self._syncing:
@@ -150,24 +171,24 @@ class PanelControls:
 
             self._engine.set_trace_next(PANEL_TRACE_DIR if change["new"] else None)
 
-    def _on_trace_next_event(self, directory: str | None, traced: str | None = None) -> None:
+    def on_trace_next_event(self, directory: str | None, traced: str | None = None) -> None:
         with self._quiet():
             self._trace_next.value = directory is not None
         self._trace_next.button_style = "info" if directory is not None else ""
         if directory is not None:
-            self._say(f"the next cell that runs is traced to {directory}/ (and parsed by tlparse)")
+            self.say(f"the next cell that runs is traced to {directory}/ (and parsed by tlparse)")
         elif traced is not None:
-            self._say(f"this cell is traced to {traced}/: its report says where the trace is")
+            self.say(f"this cell is traced to {traced}/: its report says where the trace is")
         else:
-            self._say("trace next cell: off")
+            self.say("trace next cell: off")
 
     def _on_reset(self, button: Any = None) -> None:
         try:
             self._engine.reset_compiled_code()
         except _ERRORS as err:
-            self._say(str(err), error=True)
+            self.say(str(err), error=True)
 
-    def _apply_controls(self, note: str | None = None) -> None:
+    def apply(self, note: str | None = None) -> None:
         """Make what the controls show the session stance, as ``%stance`` does;
         a request torch would refuse is explained and the controls go back to
         the engine's state. What happened is said in every open panel."""
@@ -177,8 +198,8 @@ class PanelControls:
             self._engine.take_skip_guard_warning(stance)
             previous = self._engine.set_session(stance)
         except _ERRORS as err:
-            self._sync_controls(self._engine.session)
-            self._say(f"not applied: {err}", error=True)
+            self.sync(self._engine.session)
+            self.say(f"not applied: {err}", error=True)
             return
         text = f"session stance: {stance} (was: {previous.nested_text()})"
         if self._engine.deferring:
@@ -190,6 +211,6 @@ class PanelControls:
             )
         self._engine.announce(f"{note}; {text}" if note else text)
 
-    def _say(self, text: str, error: bool = False) -> None:
+    def say(self, text: str, error: bool = False) -> None:
         cls = "sm-msg-error" if error else "sm-msg"
         self._message.value = f'<span class="{cls}">{html.escape(text)}</span>'

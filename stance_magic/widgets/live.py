@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..report import CellReport
     from ..session.engine import Engine
     from ..stance import Stance
+    from .tree import PanelParts
 
 __all__ = ["LiveArea"]
 
@@ -47,50 +48,72 @@ def without_headline(html_text: str) -> str:
 
 
 class LiveArea:
-    """The live area of :class:`~stance_magic.widgets.panel.StancePanel`: what a
-    report from the engine changes in it, and when it is drawn."""
+    """The live area of :class:`~stance_magic.widgets.panel.StancePanel`: its
+    widgets (its part of :class:`~stance_magic.widgets.tree.PanelParts`), the
+    report it describes, what is stale, and when it is drawn."""
 
-    _engine: Engine
-    _shell: Any
-    _closed: bool
-    _cell_stance: Stance | None
-    _shown: CellReport | None
-    _report_stale: bool
-    _chart_stale: bool
-    _chart_pending: bool
-    # the widgets (made by tree.PanelTree)
-    _live: Any
-    _report: Any
-    _chart: Any
-    _chart_note: Any
-    _diff: Any
-    if TYPE_CHECKING:
+    def __init__(self, engine: Engine, parts: PanelParts, shell: Any = None) -> None:
+        self._engine = engine
+        self._shell = shell
+        self._live = parts.live
+        self._report = parts.report
+        self._chart = parts.chart
+        self._chart_note = parts.chart_note
+        self._diff = parts.diff
+        #: the report the summary describes
+        self.shown: CellReport | None = None
+        #: the stance of the %%stance cell running, if one is
+        self._cell_stance: Stance | None = None
+        self._report_stale = False
+        self._chart_stale = False
+        self._chart_pending = False
+        self.closed = False
 
-        @property
-        def expanded(self) -> bool: ...
+    def observe(self) -> None:
+        """Fill the area in when it is opened."""
+        self._live.observe(self._on_open, names="selected_index")
 
-    def _show_latest(self) -> None:
+    @property
+    def expanded(self) -> bool:
+        """Whether the area (report and chart) is open."""
+        return bool(self._live.selected_index == 0)
+
+    def expand(self, open: bool = True) -> None:
+        self._live.selected_index = 0 if open else None
+
+    def cell_started(self, stance: Stance) -> None:
+        """A %%stance cell runs under ``stance``: the header says so until its report."""
+        self._cell_stance = stance
+        session = self._engine.session
+        own = (
+            ""
+            if stance == session
+            else f" (its own stance; the session stays {session.nested_text()})"
+        )
+        self._live.set_title(0, f"a %%stance cell is running under {stance}{own}…")
+
+    def show_latest(self) -> None:
         """Describe the last report of the engine's history that the panel
         would have shown (a panel opened after some cells ran)."""
         history = self._engine.history
         for i in range(len(history) - 1, -1, -1):
             if _shown_in_panel(history[i], history[i - 1] if i else None):
-                self._show(history[i])
+                self.show(history[i])
                 break
 
-    def _on_report(self, rep: CellReport) -> None:
+    def on_report(self, rep: CellReport) -> None:
         stance_cell, self._cell_stance = self._cell_stance, None
         history = self._engine.history
         previous = history[-2] if len(history) > 1 and history[-1] is rep else None
         if stance_cell is None and not _shown_in_panel(rep, previous):
             return  # a watched cell that used no compiled code: nothing to show
-        self._show(rep, own=stance_cell, chart=rep.worth_showing(previous))
+        self.show(rep, own=stance_cell, chart=rep.worth_showing(previous))
 
-    def _show(self, rep: CellReport, own: Stance | None = None, chart: bool = True) -> None:
+    def show(self, rep: CellReport, own: Stance | None = None, chart: bool = True) -> None:
         """Describe ``rep`` in the summary; fill in the report (and redraw the
         chart, if ``chart``) now when the live area is open, else on opening."""
         session = self._engine.session
-        self._shown = rep
+        self.shown = rep
         self._live.set_title(0, summary_line(rep, session if own is not None else None))
         self._report_stale = True
         self._chart_stale = self._chart_stale or chart
@@ -102,11 +125,11 @@ class LiveArea:
             self._fill()
 
     def _fill(self) -> None:
-        if self._report_stale and self._shown is not None:
+        if self._report_stale and self.shown is not None:
             self._report_stale = False
             # ipywidgets' HTML has the line height of a form control: a table
             # reads better at the notebook's own.
-            html_text = without_headline(self._report_html(self._shown))
+            html_text = without_headline(self._report_html(self.shown))
             self._report.value = f'<div style="line-height:1.4">{html_text}</div>'
             # two cells compared, the last against the one before it unless picked
             self._diff.refresh(self._engine.history)
@@ -133,14 +156,14 @@ class LiveArea:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self._draw_chart()
+            self.draw_chart()
             return
         self._chart_pending = True
-        loop.call_soon(self._draw_chart)
+        loop.call_soon(self.draw_chart)
 
-    def _draw_chart(self) -> None:
+    def draw_chart(self) -> None:
         self._chart_pending = False
-        if self._closed or not self._chart_stale:
+        if self.closed or not self._chart_stale:
             return
         self._chart_stale = False
         try:

@@ -18,11 +18,11 @@ any JavaScript: while a cell runs and the panel has focus (a change made now
 is read by the kernel when the cell ends), and when the kernel is gone (the
 widget manager marks the view ``jupyter-widgets-disconnected``).
 
-The panel is put together from three parts by concern: its widget tree and
-look (:mod:`stance_magic.widgets.tree`), the controls' state logic
-(:mod:`stance_magic.widgets.controls`) and the live area
-(:mod:`stance_magic.widgets.live`); this module holds the public widget, what
-it does with the engine's events, and :func:`panel`.
+The panel holds three parts by concern, each owning its state: its widgets,
+made by one function (:func:`~stance_magic.widgets.tree.build_tree`), the
+controls (:class:`~stance_magic.widgets.controls.Controls`) and the live
+area (:class:`~stance_magic.widgets.live.LiveArea`); this module holds the
+public widget, what it does with the engine's events, and :func:`panel`.
 
 ipywidgets is imported here, when the panel is first asked for, never by
 ``import stance_magic``; without it :func:`panel` raises
@@ -33,20 +33,17 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..render import summary_line as summary_line
 from ..session.engine import Engine, get_engine, reset_note
-from ..stance import Stance, make_stance
-from .controls import PanelControls
+from ..stance import Stance
+from .controls import Controls
 from .live import LiveArea
 from .tree import BUSY_NOTE as BUSY_NOTE
 from .tree import CSS as CSS
-from .tree import NO_BACKEND, PanelTree
+from .tree import NO_BACKEND, build_tree
 from .tree import RESTART_NOTE as RESTART_NOTE
-
-if TYPE_CHECKING:
-    from ..report import CellReport
 
 try:
     import ipywidgets as widgets
@@ -94,7 +91,7 @@ def _check_available(shell: Any) -> None:
 _Base: Any = widgets.VBox if widgets is not None else object
 
 
-class StancePanel(PanelTree, PanelControls, LiveArea, _Base):
+class StancePanel(_Base):
     """An ipywidgets panel that drives and shows the stance engine.
 
     Controls: the session stance, ``skip_guard_eval_unsafe`` (its warning
@@ -121,36 +118,24 @@ class StancePanel(PanelTree, PanelControls, LiveArea, _Base):
 
     def __init__(self, engine: Engine | None = None, shell: Any = None, **kwargs: Any) -> None:
         self._engine = engine or get_engine()
-        self._syncing = False
-        self._cell_stance: Stance | None = None
         self._closed = False
-        self._shown: CellReport | None = None  # the report the summary describes
-        self._report_stale = False
-        self._chart_stale = False
-        self._chart_pending = False
         if shell is None:
             from IPython import get_ipython
 
             shell = get_ipython()
         self._shell = shell
-        session = self._engine.session
-        children = self._build()
+        self._parts = build_tree(shell)
+        self._controls = Controls(self._engine, self._parts)
+        self._live_area = LiveArea(self._engine, self._parts, shell)
         kwargs.setdefault("layout", widgets.Layout(width="100%", max_width="820px"))
-        super().__init__(children=children, **kwargs)
+        super().__init__(children=self._parts.children, **kwargs)
         self.add_class("sm-panel")
 
-        self._sync_controls(session)
-        self._sync_watch(self._engine.watch)
-        self._show_latest()
-
-        self._stance.observe(self._on_stance, names="value")
-        self._backend.observe(self._on_backend, names="value")
-        self._skip_guard.observe(self._on_skip_guard, names="value")
-        self._watch.observe(self._on_watch, names="value")
-        self._trace_next.value = self._engine.trace_next is not None
-        self._trace_next.observe(self._on_trace_next, names="value")
-        self._live.observe(self._on_open, names="selected_index")
-        self._reset.on_click(self._on_reset)
+        self._controls.sync(self._engine.session)
+        self._controls.sync_watch(self._engine.watch)
+        self._live_area.show_latest()
+        self._controls.observe()
+        self._live_area.observe()
         self._engine.observe(self._on_engine)
         events = getattr(self._shell, "events", None)
         if events is not None:
@@ -171,24 +156,25 @@ class StancePanel(PanelTree, PanelControls, LiveArea, _Base):
     @property
     def expanded(self) -> bool:
         """Whether the live area (report and chart) is open."""
-        return bool(self._live.selected_index == 0)
+        return self._live_area.expanded
 
     def expand(self, open: bool = True) -> None:
         """Open (or close) the live area, as clicking its header does."""
-        self._live.selected_index = 0 if open else None
+        self._live_area.expand(open)
 
     def refresh(self) -> None:
         """Show the engine's state again: session stance, watch, last report."""
-        self._sync_controls(self._engine.session)
-        self._sync_watch(self._engine.watch)
-        if self._shown is not None:
-            self._show(self._shown, chart=True)
+        self._controls.sync(self._engine.session)
+        self._controls.sync_watch(self._engine.watch)
+        if self._live_area.shown is not None:
+            self._live_area.show(self._live_area.shown, chart=True)
 
     def close(self) -> None:
         """Stop following the engine and close the panel's widgets."""
         if getattr(self, "_closed", True):
             return
         self._closed = True
+        self._live_area.closed = True
         self._engine.unobserve(self._on_engine)
         events = getattr(self._shell, "events", None)
         if events is not None:
@@ -196,7 +182,7 @@ class StancePanel(PanelTree, PanelControls, LiveArea, _Base):
                 events.unregister("pre_run_cell", self._on_pre_run_cell)
             with contextlib.suppress(ValueError):
                 events.unregister("post_run_cell", self._on_post_run_cell)
-        for part in self._parts:
+        for part in self._parts.groups:
             for child in part.children:
                 child.close()
             part.close()
@@ -214,36 +200,27 @@ class StancePanel(PanelTree, PanelControls, LiveArea, _Base):
         """The stance the controls ask for, validated by the engine's rules
         (raises :class:`~stance_magic.session.engine.StanceError` if torch would
         refuse it)."""
-        backend = self._backend.value
-        return make_stance(
-            self._stance.value,
-            bool(self._skip_guard.value),
-            None if backend == NO_BACKEND else backend,
-        )
+        return self._controls.requested()
 
     # -- engine -> panel -------------------------------------------------------
     def _on_engine(self, event: str, value: Any) -> None:
+        controls, live = self._controls, self._live_area
         if event == "report":
-            self._on_report(value)
+            live.on_report(value)
         elif event == "session":
-            self._sync_controls(value)
+            controls.sync(value)
             later = " from the next cell (a cell is running)" if self._engine.deferring else ""
-            self._say(f"session stance: {value}{later}")
+            controls.say(f"session stance: {value}{later}")
         elif event == "applied":
-            self._sync_controls(value)
-            self._say(f"session stance: {value}, chosen while the last cell ran, is in effect now")
-        elif event == "cell":
-            self._cell_stance = value
-            session = self._engine.session
-            own = (
-                ""
-                if value == session
-                else f" (its own stance; the session stays {session.nested_text()})"
+            controls.sync(value)
+            controls.say(
+                f"session stance: {value}, chosen while the last cell ran, is in effect now"
             )
-            self._live.set_title(0, f"a %%stance cell is running under {value}{own}…")
+        elif event == "cell":
+            live.cell_started(value)
         elif event == "watch":
-            self._sync_watch(bool(value))
-            self._say(
+            controls.sync_watch(bool(value))
+            controls.say(
                 "watch on: every cell is measured; the summary below follows each cell "
                 "that uses compiled code"
                 if value
@@ -251,16 +228,16 @@ class StancePanel(PanelTree, PanelControls, LiveArea, _Base):
             )
         elif event == "reset":
             if value == "pending":
-                self._say(
+                controls.say(
                     "reset asked for while a cell runs: compiled code is forgotten "
                     "(torch.compiler.reset()) when that cell ends"
                 )
             else:
-                self._say(reset_note(self._engine.session))
+                controls.say(reset_note(self._engine.session))
         elif event == "note":
-            self._say(str(value))
+            controls.say(str(value))
         elif event in ("trace_next", "traced"):
-            self._on_trace_next_event(value if event == "trace_next" else None, traced=value)
+            controls.on_trace_next_event(value if event == "trace_next" else None, traced=value)
 
     # The engine learns when cells run from the extension's hooks; a panel
     # made without %load_ext tells it too, so that a change handled while a

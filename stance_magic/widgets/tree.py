@@ -1,8 +1,9 @@
 """The stance panel's widget tree and its look.
 
-:class:`PanelTree` makes the panel's child widgets (the controls, the
-message line, the two notes, the live area) with the CSS classes that name
-them for styling and for the tests (``sm-stance``, ``sm-live``, ...), and
+:func:`build_tree` makes the panel's widgets (the controls, the message
+line, the two notes, the live area) with the CSS classes that name them for
+styling and for the tests (``sm-stance``, ``sm-live``, ...) and hands them
+back as :class:`PanelParts`, which the panel and its parts hold; and
 :data:`CSS` is the one ``<style>`` block of JupyterLab theme variables the
 panel's look comes from. What the controls do is
 :mod:`stance_magic.widgets.controls`; what the live area shows is
@@ -15,6 +16,7 @@ ipywidgets is imported when a panel is built, never when this module is.
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import Any
 
 from ..stance import supported_stances
@@ -27,7 +29,8 @@ __all__ = [
     "NO_BACKEND",
     "NO_REPORT",
     "RESTART_NOTE",
-    "PanelTree",
+    "PanelParts",
+    "build_tree",
 ]
 
 #: The backend chooser's entry for "no forced backend".
@@ -82,128 +85,162 @@ body[data-jp-theme-light="false"] .sm-chart,body.vscode-dark .sm-chart{
 </style>"""
 
 
-class PanelTree:
-    """The building of :class:`~stance_magic.widgets.panel.StancePanel`'s widget
-    tree: :meth:`_build` makes each child widget an attribute of the panel
-    (``self._stance``, ``self._live``, ...) and gives back the panel's
-    children, top to bottom."""
+@dataclass(eq=False)
+class PanelParts:
+    """The panel's widgets, made by :func:`build_tree`: what the controls
+    (:class:`~stance_magic.widgets.controls.Controls`) and the live area
+    (:class:`~stance_magic.widgets.live.LiveArea`) read and set."""
 
-    def _build(self) -> list[Any]:
-        """Make the panel's widgets; the panel's children, in order."""
-        import ipywidgets as W
+    title: Any
+    stance: Any
+    backend: Any
+    skip_guard: Any
+    backend_note: Any
+    skip_warning: Any
+    reset: Any
+    watch: Any
+    trace_next: Any
+    message: Any
+    notes: Any
+    report: Any
+    chart: Any
+    chart_note: Any
+    diff: Any
+    live: Any
+    #: the boxes that group them (the controls' row, the actions' row, the live body)
+    groups: tuple[Any, ...]
 
-        row = {"description_width": "56px"}
+    @property
+    def children(self) -> list[Any]:
+        """The panel's children, top to bottom."""
+        controls, actions, _ = self.groups
+        return [
+            self.title,
+            controls,
+            self.backend_note,
+            self.skip_warning,
+            actions,
+            self.message,
+            self.notes,
+            self.live,
+        ]
 
-        self._title = W.HTML(f'{CSS}<span class="sm-head">torch.compile stance</span>')
-        self._stance = W.Dropdown(
-            options=list(supported_stances()),
-            description="stance",
-            tooltip="the session stance: what cells run under without %%stance",
-            style=row,
-            layout=W.Layout(width="270px"),
-        )
-        self._backend = W.Dropdown(
-            options=[(NO_BACKEND, NO_BACKEND)],
-            value=NO_BACKEND,
-            description="backend",
-            tooltip="force a torch.compile backend (only with the default stance)",
-            style=row,
-            layout=W.Layout(width="270px"),
-        )
-        self._skip_guard = W.Checkbox(
-            description="skip_guard_eval_unsafe",
-            indent=False,
-            tooltip="run only the guards that tell cache entries apart (unsafe)",
-            layout=W.Layout(width="auto", margin="2px 0 2px 8px"),
-        )
-        self._backend_note = W.HTML(
+
+def build_tree(shell: Any = None) -> PanelParts:
+    """Make the panel's widgets (``shell``: the one the diff view formats
+    reports with)."""
+    import ipywidgets as W
+
+    from ..plots import HISTORY_WIDTH_PX
+    from .diff import DiffView
+
+    row = {"description_width": "56px"}
+    stance = W.Dropdown(
+        options=list(supported_stances()),
+        description="stance",
+        tooltip="the session stance: what cells run under without %%stance",
+        style=row,
+        layout=W.Layout(width="270px"),
+    )
+    backend = W.Dropdown(
+        options=[(NO_BACKEND, NO_BACKEND)],
+        value=NO_BACKEND,
+        description="backend",
+        tooltip="force a torch.compile backend (only with the default stance)",
+        style=row,
+        layout=W.Layout(width="270px"),
+    )
+    skip_guard = W.Checkbox(
+        description="skip_guard_eval_unsafe",
+        indent=False,
+        tooltip="run only the guards that tell cache entries apart (unsafe)",
+        layout=W.Layout(width="auto", margin="2px 0 2px 8px"),
+    )
+    reset = W.Button(
+        description="reset compiled code",
+        icon="refresh",
+        tooltip="torch.compiler.reset(): forget all compiled code; history is kept",
+        layout=W.Layout(width="auto"),
+    )
+    watch = W.ToggleButton(
+        description="watch all cells",
+        icon="eye",
+        tooltip="report every cell, not only %%stance cells (%stance watch on|off)",
+        layout=W.Layout(width="auto"),
+    )
+    # issue 21: "trace next cell" (stance_magic.share)
+    trace_next = W.ToggleButton(
+        description="trace next cell",
+        icon="file-text",
+        tooltip="write torch's structured trace of the next cell (TORCH_TRACE's format) "
+        "and its tlparse report to ./stance_traces (%%stance --trace DIR)",
+        layout=W.Layout(width="auto"),
+    )
+    report = W.HTML(layout=W.Layout(max_height="320px", overflow="auto"))
+    chart = W.Image(
+        format="png",
+        layout=W.Layout(
+            display="none",
+            width=f"{HISTORY_WIDTH_PX}px",
+            max_width="100%",
+            height="auto",
+            min_height="0",
+        ),
+    )
+    chart.add_class("sm-chart")
+    chart_note = W.HTML()
+    # two cells of the history and their diff (filled while the area is open)
+    diff = DiffView(shell)
+    body = W.VBox([report, chart, chart_note, diff.box])
+    live = W.Accordion(children=[body], selected_index=None)
+    live.set_title(0, NO_REPORT)
+    controls = W.HBox(
+        [stance, backend, skip_guard],
+        layout=W.Layout(flex_flow="row wrap", align_items="center"),
+    )
+    actions = W.HBox([reset, watch, trace_next], layout=W.Layout(flex_flow="row wrap"))
+    parts = PanelParts(
+        title=W.HTML(f'{CSS}<span class="sm-head">torch.compile stance</span>'),
+        stance=stance,
+        backend=backend,
+        skip_guard=skip_guard,
+        backend_note=W.HTML(
             f'<span class="sm-hint">{html.escape(BACKEND_OFF_NOTE)}</span>',
             layout=W.Layout(display="none"),
-        )
-        self._skip_warning = W.HTML(layout=W.Layout(display="none"))
-        self._reset = W.Button(
-            description="reset compiled code",
-            icon="refresh",
-            tooltip="torch.compiler.reset(): forget all compiled code; history is kept",
-            layout=W.Layout(width="auto"),
-        )
-        self._watch = W.ToggleButton(
-            description="watch all cells",
-            icon="eye",
-            tooltip="report every cell, not only %%stance cells (%stance watch on|off)",
-            layout=W.Layout(width="auto"),
-        )
-        # issue 21: "trace next cell" (stance_magic.share)
-        self._trace_next = W.ToggleButton(
-            description="trace next cell",
-            icon="file-text",
-            tooltip="write torch's structured trace of the next cell (TORCH_TRACE's format) "
-            "and its tlparse report to ./stance_traces (%%stance --trace DIR)",
-            layout=W.Layout(width="auto"),
-        )
-        self._message = W.HTML()
-        self._notes = W.HTML(
+        ),
+        skip_warning=W.HTML(layout=W.Layout(display="none")),
+        reset=reset,
+        watch=watch,
+        trace_next=trace_next,
+        message=W.HTML(),
+        notes=W.HTML(
             f'<div class="sm-busy">{html.escape(BUSY_NOTE)}</div>'
             f'<div class="sm-restart">{html.escape(RESTART_NOTE)}</div>'
-        )
-        self._report = W.HTML(layout=W.Layout(max_height="320px", overflow="auto"))
-        from ..plots import HISTORY_HEIGHT_PX, HISTORY_WIDTH_PX
-
-        self._chart = W.Image(
-            format="png",
-            layout=W.Layout(
-                display="none",
-                width=f"{HISTORY_WIDTH_PX}px",
-                max_width="100%",
-                height="auto",
-                min_height="0",
-            ),
-        )
-        self._chart.add_class("sm-chart")
-        self._chart_height = HISTORY_HEIGHT_PX
-        self._chart_note = W.HTML()
-        from .diff import DiffView
-
-        # two cells of the history and their diff (filled while the area is open)
-        self._diff = DiffView(getattr(self, "_shell", None))
-        body = W.VBox([self._report, self._chart, self._chart_note, self._diff.box])
-        self._live = W.Accordion(children=[body], selected_index=None)
-        self._live.set_title(0, NO_REPORT)
-
-        controls = W.HBox(
-            [self._stance, self._backend, self._skip_guard],
-            layout=W.Layout(flex_flow="row wrap", align_items="center"),
-        )
-        actions = W.HBox(
-            [self._reset, self._watch, self._trace_next], layout=W.Layout(flex_flow="row wrap")
-        )
-        self._parts = (controls, actions, body)
-        # CSS classes name the parts for styling and for the browser test.
-        for w, cls in (
-            (self._stance, "sm-stance"),
-            (self._backend, "sm-backend"),
-            (self._skip_guard, "sm-skip-guard"),
-            (self._backend_note, "sm-backend-note"),
-            (self._skip_warning, "sm-skip-warning"),
-            (self._reset, "sm-reset"),
-            (self._watch, "sm-watch"),
-            (self._trace_next, "sm-trace-next"),
-            (self._message, "sm-message"),
-            (self._notes, "sm-notes"),
-            (self._live, "sm-live"),
-            (self._report, "sm-report-box"),
-            (controls, "sm-controls"),
-        ):
-            w.add_class(cls)
-        for w in (self._backend_note, self._skip_warning, self._message, self._notes):
-            w.add_class("sm-quiet")
-        return [
-            self._title,
-            controls,
-            self._backend_note,
-            self._skip_warning,
-            actions,
-            self._message,
-            self._notes,
-            self._live,
-        ]
+        ),
+        report=report,
+        chart=chart,
+        chart_note=chart_note,
+        diff=diff,
+        live=live,
+        groups=(controls, actions, body),
+    )
+    # CSS classes name the parts for styling and for the browser test.
+    for w, cls in (
+        (parts.stance, "sm-stance"),
+        (parts.backend, "sm-backend"),
+        (parts.skip_guard, "sm-skip-guard"),
+        (parts.backend_note, "sm-backend-note"),
+        (parts.skip_warning, "sm-skip-warning"),
+        (parts.reset, "sm-reset"),
+        (parts.watch, "sm-watch"),
+        (parts.trace_next, "sm-trace-next"),
+        (parts.message, "sm-message"),
+        (parts.notes, "sm-notes"),
+        (parts.live, "sm-live"),
+        (parts.report, "sm-report-box"),
+        (controls, "sm-controls"),
+    ):
+        w.add_class(cls)
+    for w in (parts.backend_note, parts.skip_warning, parts.message, parts.notes):
+        w.add_class("sm-quiet")
+    return parts
