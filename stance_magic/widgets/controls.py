@@ -47,34 +47,27 @@ class Controls:
     def __init__(self, engine: Engine, parts: PanelParts) -> None:
         self._engine = engine
         self._syncing = False
-        self._stance = parts.stance
-        self._backend = parts.backend
-        self._backend_note = parts.backend_note
-        self._skip_guard = parts.skip_guard
-        self._skip_warning = parts.skip_warning
-        self._watch = parts.watch
-        self._trace_next = parts.trace_next
-        self._reset = parts.reset
-        self._message = parts.message
+        #: the widgets it reads and sets (made by tree.build_tree)
+        self._w = parts
 
     def observe(self) -> None:
         """Follow the widgets: a change made in them goes to the engine."""
-        self._stance.observe(self._on_stance, names="value")
-        self._backend.observe(self._on_backend, names="value")
-        self._skip_guard.observe(self._on_skip_guard, names="value")
-        self._watch.observe(self._on_watch, names="value")
-        self._trace_next.value = self._engine.trace_next is not None
-        self._trace_next.observe(self._on_trace_next, names="value")
-        self._reset.on_click(self._on_reset)
+        self._w.stance.observe(self._on_stance, names="value")
+        self._w.backend.observe(self._on_backend, names="value")
+        self._w.skip_guard.observe(self._on_skip_guard, names="value")
+        self._w.watch.observe(self._on_watch, names="value")
+        self._w.trace_next.value = self._engine.trace_next is not None
+        self._w.trace_next.observe(self._on_trace_next, names="value")
+        self._w.reset.on_click(self._on_reset)
 
     def requested(self) -> Stance:
         """The stance the controls ask for, validated by the engine's rules
         (raises :class:`~stance_magic.stance.StanceError` if torch would
         refuse it)."""
-        backend = self._backend.value
+        backend = self._w.backend.value
         return make_stance(
-            self._stance.value,
-            bool(self._skip_guard.value),
+            self._w.stance.value,
+            bool(self._w.skip_guard.value),
             None if backend == NO_BACKEND else backend,
         )
 
@@ -89,21 +82,21 @@ class Controls:
 
     def sync(self, stance: Stance) -> None:
         with self._quiet():
-            if stance.name not in self._stance.options:  # a stance added to torch later
-                self._stance.options = [*self._stance.options, stance.name]
-            self._stance.value = stance.name
+            if stance.name not in self._w.stance.options:  # a stance added to torch later
+                self._w.stance.options = [*self._w.stance.options, stance.name]
+            self._w.stance.value = stance.name
             options = self._backend_options(stance.backend)
-            if list(self._backend.options) != options:
-                self._backend.options = options
-            self._backend.value = _backend_key(stance.backend)
-            self._skip_guard.value = stance.skip_guard_eval_unsafe
+            if list(self._w.backend.options) != options:
+                self._w.backend.options = options
+            self._w.backend.value = _backend_key(stance.backend)
+            self._w.skip_guard.value = stance.skip_guard_eval_unsafe
         self._update_enabled()
         self._update_skip_warning()
 
     def sync_watch(self, on: bool) -> None:
         with self._quiet():
-            self._watch.value = on
-        self._watch.button_style = "info" if on else ""
+            self._w.watch.value = on
+        self._w.watch.button_style = "info" if on else ""
 
     def _backend_options(self, current: Any = None) -> list[tuple[str, Any]]:
         from .. import probe
@@ -124,29 +117,29 @@ class Controls:
         return options
 
     def _update_enabled(self) -> None:
-        default = self._stance.value == "default"
-        self._backend.disabled = not default
-        self._backend_note.layout.display = "none" if default else None
+        default = self._w.stance.value == "default"
+        self._w.backend.disabled = not default
+        self._w.backend_note.layout.display = "none" if default else None
 
     def _update_skip_warning(self) -> None:
-        if self._skip_guard.value:
-            self._skip_warning.value = (
+        if self._w.skip_guard.value:
+            self._w.skip_warning.value = (
                 f'<div class="sm-warn">⚠ {html.escape(SKIP_GUARD_WARNING)}</div>'
             )
-            self._skip_warning.layout.display = None
+            self._w.skip_warning.layout.display = None
         else:
-            self._skip_warning.value = ""
-            self._skip_warning.layout.display = "none"
+            self._w.skip_warning.value = ""
+            self._w.skip_warning.layout.display = "none"
 
     # -- panel -> engine -------------------------------------------------------
     def _on_stance(self, change: dict[str, Any]) -> None:
         if self._syncing:
             return
         note = None
-        if change["new"] != "default" and self._backend.value != NO_BACKEND:
-            dropped = self._backend.label
+        if change["new"] != "default" and self._w.backend.value != NO_BACKEND:
+            dropped = self._w.backend.label
             with self._quiet():
-                self._backend.value = NO_BACKEND
+                self._w.backend.value = NO_BACKEND
             note = f"backend {dropped} dropped: torch forces a backend only with the default stance"
         self._update_enabled()
         self.apply(note)
@@ -173,8 +166,8 @@ class Controls:
 
     def on_trace_next_event(self, directory: str | None, traced: str | None = None) -> None:
         with self._quiet():
-            self._trace_next.value = directory is not None
-        self._trace_next.button_style = "info" if directory is not None else ""
+            self._w.trace_next.value = directory is not None
+        self._w.trace_next.button_style = "info" if directory is not None else ""
         if directory is not None:
             self.say(f"the next cell that runs is traced to {directory}/ (and parsed by tlparse)")
         elif traced is not None:
@@ -213,4 +206,4 @@ class Controls:
 
     def say(self, text: str, error: bool = False) -> None:
         cls = "sm-msg-error" if error else "sm-msg"
-        self._message.value = f'<span class="{cls}">{html.escape(text)}</span>'
+        self._w.message.value = f'<span class="{cls}">{html.escape(text)}</span>'

@@ -55,11 +55,8 @@ class LiveArea:
     def __init__(self, engine: Engine, parts: PanelParts, shell: Any = None) -> None:
         self._engine = engine
         self._shell = shell
-        self._live = parts.live
-        self._report = parts.report
-        self._chart = parts.chart
-        self._chart_note = parts.chart_note
-        self._diff = parts.diff
+        #: the widgets it reads and sets (made by tree.build_tree)
+        self._w = parts
         #: the report the summary describes
         self.shown: CellReport | None = None
         #: the stance of the %%stance cell running, if one is
@@ -71,15 +68,15 @@ class LiveArea:
 
     def observe(self) -> None:
         """Fill the area in when it is opened."""
-        self._live.observe(self._on_open, names="selected_index")
+        self._w.live.observe(self._on_open, names="selected_index")
 
     @property
     def expanded(self) -> bool:
         """Whether the area (report and chart) is open."""
-        return bool(self._live.selected_index == 0)
+        return bool(self._w.live.selected_index == 0)
 
     def expand(self, open: bool = True) -> None:
-        self._live.selected_index = 0 if open else None
+        self._w.live.selected_index = 0 if open else None
 
     def cell_started(self, stance: Stance) -> None:
         """A %%stance cell runs under ``stance``: the header says so until its report."""
@@ -90,7 +87,7 @@ class LiveArea:
             if stance == session
             else f" (its own stance; the session stays {session.nested_text()})"
         )
-        self._live.set_title(0, f"a %%stance cell is running under {stance}{own}…")
+        self._w.live.set_title(0, f"a %%stance cell is running under {stance}{own}…")
 
     def show_latest(self) -> None:
         """Describe the last report of the engine's history that the panel
@@ -114,7 +111,7 @@ class LiveArea:
         chart, if ``chart``) now when the live area is open, else on opening."""
         session = self._engine.session
         self.shown = rep
-        self._live.set_title(0, summary_line(rep, session if own is not None else None))
+        self._w.live.set_title(0, summary_line(rep, session if own is not None else None))
         self._report_stale = True
         self._chart_stale = self._chart_stale or chart
         if self.expanded:
@@ -130,9 +127,9 @@ class LiveArea:
             # ipywidgets' HTML has the line height of a form control: a table
             # reads better at the notebook's own.
             html_text = without_headline(self._report_html(self.shown))
-            self._report.value = f'<div style="line-height:1.4">{html_text}</div>'
+            self._w.report.value = f'<div style="line-height:1.4">{html_text}</div>'
             # two cells compared, the last against the one before it unless picked
-            self._diff.refresh(self._engine.history)
+            self._w.diff.refresh(self._engine.history)
         if self._chart_stale:
             self._schedule_chart()
 
@@ -171,22 +168,22 @@ class LiveArea:
 
             png = history_png(self._engine.history, cache_key=id(self._engine))
         except ImportError as err:
-            self._chart.layout.display = "none"
-            self._chart_note.value = (
+            self._w.chart.layout.display = "none"
+            self._w.chart_note.value = (
                 f'<i class="sm-hint">no chart: {html.escape(str(err))} (pip install matplotlib)</i>'
             )
             return
         except Exception as err:  # a chart must never break a cell
-            self._chart.layout.display = "none"
-            self._chart_note.value = f'<i class="sm-hint">no chart: {html.escape(repr(err))}</i>'
+            self._w.chart.layout.display = "none"
+            self._w.chart_note.value = f'<i class="sm-hint">no chart: {html.escape(repr(err))}</i>'
             return
         if png is None:
-            self._chart.layout.display = "none"
-            self._chart_note.value = (
+            self._w.chart.layout.display = "none"
+            self._w.chart_note.value = (
                 '<i class="sm-hint">No cell has compiled, failed or changed stance yet.</i>'
             )
             return
-        if self._chart.value != png:
-            self._chart.value = png
-        self._chart.layout.display = None
-        self._chart_note.value = ""
+        if self._w.chart.value != png:
+            self._w.chart.value = png
+        self._w.chart.layout.display = None
+        self._w.chart_note.value = ""
