@@ -269,7 +269,7 @@ MEASURED_CELL = (
 )
 
 
-def _shown_texts(sh, tmp_path) -> dict[str, str]:
+def _shown_texts(sh) -> dict[str, str]:
     """What a real measured cell (memory on, a frame that recompiled) shows:
     its report's text and HTML, the history's table as text and HTML, the
     words of its charts, and the CSV's and JSON's headers."""
@@ -291,12 +291,12 @@ def _shown_texts(sh, tmp_path) -> dict[str, str]:
     }
 
 
-def _every_text(sh, tmp_path) -> dict[str, str]:
-    return {**_user_texts(), **_package_strings(), **_shown_texts(sh, tmp_path)}
+def _every_text(sh) -> dict[str, str]:
+    return {**_user_texts(), **_package_strings(), **_shown_texts(sh)}
 
 
-def test_no_text_a_user_reads_gives_a_figure_a_second_name(sh, tmp_path):
-    texts = _every_text(sh, tmp_path)
+def test_no_text_a_user_reads_gives_a_figure_a_second_name(sh):
+    texts = _every_text(sh)
     assert any(k.startswith("stance_magic/widgets/panel") for k in texts)  # the panel
     assert "stance_magic/advice.py" in texts and "the history's chart" in texts
     found = {}
