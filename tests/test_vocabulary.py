@@ -57,7 +57,7 @@ from stance_magic.render.labels import (
     RANK_COLUMNS,
 )
 from stance_magic.report import PHASES
-from stance_magic.report.rows import OLD_COLUMNS
+from stance_magic.report.summary_row import OLD_COLUMNS
 
 from conftest import last, run
 

@@ -25,6 +25,8 @@ One module per part of the report:
 * :mod:`.cudagraphs`: the CUDA graphs;
 * :mod:`.notes`: the notes;
 * :mod:`.tracing`: the tracing by function (torch's dynamo_profiler);
+* :mod:`.sharing`: the trace and the timeline of a block (``--trace``,
+  ``--timeline``), its capture and the report's ``shared`` part;
 * :mod:`.places`: the places of code every part names (a frame's file, the
   calling line, an error as one line).
 

@@ -68,7 +68,7 @@ from .lookups import device_text, lookup_bound, lookup_method, parts_text
 from .ranks import ranks_html, ranks_text
 from .recompiles import budget_text, failure_text, limit_setting
 from .rows import MAX_DETAILS, Row
-from .shared import share_lines
+from .sharing import share_lines
 from .styles import WIDE, html_table, styled_table, text_table
 
 # Every public name render.py had, for the modules, tests, benchmarks and

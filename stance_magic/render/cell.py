@@ -20,7 +20,7 @@ from .lookups import lookup_rows
 from .memory import memory_rows
 from .recompiles import recompile_rows
 from .rows import MAX_DETAILS, Row
-from .shared import _share_html, share_lines
+from .sharing import _share_html, share_lines
 from .styles import _DOC_LINK, _ERR, _HEADLINE, _HINT, _LI, _SUMMARY, _TABLE, _TD, _TH, _UL
 from .tracing import tracing_rows
 

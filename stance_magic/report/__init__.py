@@ -31,7 +31,7 @@ One module per section of the report (import every name from here):
   (two cells compared, ``%stance diff``)
 * ``tracing``: :class:`Tracing`, :class:`TracedFunction` and
   :class:`TracedModule` (Dynamo's tracing time by function, torch 2.13+)
-* ``rows``: the export row's columns made from the parts
+* ``summary_row``: the export row's columns made from the parts
 * ``deprecated``: the names of earlier releases, read with a warning
 """
 

@@ -19,7 +19,7 @@ from .cudagraphs import CudaGraphs
 from .deprecated import _moved
 from .lookups import CallAccount, CallParts, Lookups
 from .recompiles import Budget, DynamicShapes, Recompile, RecompileLimit
-from .rows import SummaryRow, _compare_row, _cuda_row, _parts_row, _tracing_row
+from .summary_row import SummaryRow, _compare_row, _cuda_row, _parts_row, _tracing_row
 from .tracing import Tracing
 
 if TYPE_CHECKING:
@@ -278,7 +278,7 @@ class CellReport(Shown):
     def summary_row(self) -> dict[str, Any]:
         """One flat row for the history table and CSV export (a dict; the
         column names of the previous release still read, with a
-        ``DeprecationWarning``: see :data:`~stance_magic.report.rows.OLD_COLUMNS`)."""
+        ``DeprecationWarning``: see :data:`~stance_magic.report.summary_row.OLD_COLUMNS`)."""
         lk, cc = self.lookups, self.compile_caches
         tight = self.tightest_budget
         return SummaryRow(

@@ -73,7 +73,7 @@ class Measurement:
         watches: list[Any] = []
         self._sharing = None
         if spec.trace is not None or spec.timeline is not None:
-            from ..share import Sharing
+            from ..builder.sharing import Sharing
 
             self._sharing = Sharing(spec.trace, spec.timeline)
             watches.append(self._sharing)
