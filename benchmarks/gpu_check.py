@@ -184,7 +184,7 @@ def check_sync(out: Path, repeat: int, big: bool = False) -> dict[str, Any]:
 
     import stance_magic
     from stance_magic import probe
-    from stance_magic.compare import compare
+    from stance_magic.session.compare import compare
     from stance_magic.spec import MeasureSpec
 
     model, ids = _gpt2(big=big)

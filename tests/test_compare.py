@@ -23,11 +23,12 @@ import pytest
 import torch
 
 import stance_magic
-from stance_magic import compare, probe
+from stance_magic import probe
 from stance_magic.advice import advise
 from stance_magic.builder import Closed
-from stance_magic.compare import Steady, break_even
+from stance_magic.builder.compare import break_even, steady
 from stance_magic.report import CellReport, Comparison, GraphBreak, Lookups, Recompile
+from stance_magic.session import compare
 
 from conftest import has_row, last, run, text_outputs
 from fakeclock import FakeClock, on_engine
@@ -358,7 +359,7 @@ def test_timed_run_syncs_before_each_clock_reading(events):
 
     t, value = compare._timed(cell, clock)
     assert (t, value) == (pytest.approx(3 * MS), "value")
-    read = ("read", "stance_magic.compare")
+    read = ("read", "stance_magic.session.compare")
     assert events == ["sync", read, "run", "sync", read], (
         "a run is timed from an idle device to an idle device: sync, read, run, sync, read"
     )
@@ -377,10 +378,10 @@ def test_compare_and_its_window_sync_before_each_clock_reading(sh, events):
     before its start and before its end; a measured cell's window too."""
     timed = [
         "sync",
-        ("read", "stance_magic.compare"),
+        ("read", "stance_magic.session.compare"),
         "run",
         "sync",
-        ("read", "stance_magic.compare"),
+        ("read", "stance_magic.session.compare"),
     ]
     window = ["sync", ("read", "stance_magic.session.measurement")]
     with on_engine(ReadLog(events)) as clock:
@@ -423,19 +424,19 @@ def test_compare_once_warns_no_steady_state(sh):
 
 
 def test_steady_state_statistics():
-    s = Steady.of([5.0, 1.0, 1.0, 1.0, 1.0, 1.0], "x")
+    s = steady([5.0, 1.0, 1.0, 1.0, 1.0, 1.0], "x")
     assert s.n == 5 and s.median == 1.0 and s.warning is None  # warm-up excluded
-    wide = Steady.of([5.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0], "x")
+    wide = steady([5.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0], "x")
     assert "spread too wide" in wide.warning
-    assert "one run only" in Steady.of([1.0], "x").warning
+    assert "one run only" in steady([1.0], "x").warning
     assert break_even(10.0, 1.0, 2.0) == 9
     assert break_even(1.0, 2.0, 2.0) is None
 
 
 def test_a_wide_spread_over_few_runs_is_flagged():
-    few = Steady.of([5.0, 1.0, 1.5], "eager")  # two steady runs, 50 % apart
+    few = steady([5.0, 1.0, 1.5], "eager")  # two steady runs, 50 % apart
     assert few.warning and "spread too wide" in few.warning
-    assert Steady.of([5.0, 1.0, 1.02, 1.01], "eager").warning is None
+    assert steady([5.0, 1.0, 1.02, 1.01], "eager").warning is None
 
 
 def test_break_even_of_one_run_is_singular():

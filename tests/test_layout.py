@@ -567,7 +567,6 @@ TOP_MODULES = {
     "_version",
     "advice",
     "causes",
-    "compare",
     "export",
     "notebook",
     "paths",
@@ -582,7 +581,7 @@ TOP_MODULES = {
 PACKAGES = {
     "frontend": {"__init__"},  # the IPython front end: the magics, their commands and help
     "widgets": {"__init__", "frontend"},  # the panel
-    "session": {"__init__", "frontend", "widgets", "compare"},  # engine, cells, measurement
+    "session": {"__init__", "frontend", "widgets"},  # engine, cells, measurement
     "builder": None,  # a closed window → the whole report
     "report": None,  # the report's dataclasses
     "render": None,  # the report's words, tables, HTML

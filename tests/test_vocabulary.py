@@ -42,7 +42,6 @@ import pytest
 from matplotlib.figure import Figure
 
 from stance_magic import plots, probe
-from stance_magic.compare import SweepResult
 from stance_magic.export import csv_text, json_text
 from stance_magic.render import history_html, history_text
 from stance_magic.render.labels import (
@@ -56,6 +55,7 @@ from stance_magic.render.labels import (
     PHASE_LABELS,
     RANK_COLUMNS,
 )
+from stance_magic.render.results import SWEEP_HEAD
 from stance_magic.report import PHASES
 from stance_magic.report.summary_row import OLD_COLUMNS
 
@@ -91,8 +91,8 @@ def test_the_report_row_and_the_tables_say_cache_lookups(measured):
     head = history_text([rep]).splitlines()[0].split()
     assert LOOKUPS_COLUMN in head and "guards" not in head
     assert RANK_COLUMNS["lookup_s"] == LOOKUPS_COLUMN
-    assert "guards" not in SweepResult.HEAD
-    assert LOOKUPS_COLUMN in SweepResult.HEAD
+    assert "guards" not in SWEEP_HEAD
+    assert LOOKUPS_COLUMN in SWEEP_HEAD
 
 
 def test_every_chart_names_the_figure_cache_lookups(measured):

@@ -193,7 +193,7 @@ class StanceMagics(Magics):
     #: :meth:`_html_view` while the extension is loaded.
     VIEWS = (
         ("stance_magic.report.cell", "CellReport"),
-        ("stance_magic.compare", "CompareResult"),
+        ("stance_magic.report.results", "CompareResult"),
         ("stance_magic.ranks", "RankReport"),
     )
 
@@ -335,13 +335,13 @@ class StanceMagics(Magics):
         except ValueError as err:
             raise StanceError(str(err)) from None
         if args.sweep is not None:
-            from ..compare import sweep
+            from ..session.compare import sweep
 
             swept = sweep(self.engine, run, stances, spec, announce=announce)
             self._show_later(swept, args)
             return None
         if args.compare:
-            from ..compare import compare
+            from ..session.compare import compare
 
             repeat = args.repeat or self.default_repeat
             compared = compare(self.engine, run, spec, repeat=repeat, announce=announce)

@@ -99,8 +99,8 @@ DIFF_USAGE = (
 
 
 def max_repeat() -> int:
-    """The most runs per side ``--repeat`` accepts (``compare.MAX_REPEAT``)."""
-    from ..compare import MAX_REPEAT
+    """The most runs per side ``--repeat`` accepts (``session.compare.MAX_REPEAT``)."""
+    from ..session.compare import MAX_REPEAT
 
     return MAX_REPEAT
 

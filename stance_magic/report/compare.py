@@ -12,7 +12,7 @@ __all__ = ["Comparison", "Gathered"]
 class Comparison:
     """What ``--compare`` measured: the cell run ``repeat`` times under
     force_eager, then ``repeat`` times under its stance (see
-    :mod:`stance_magic.compare`). Times are seconds, steady state (the runs
+    :mod:`stance_magic.session.compare`). Times are seconds, steady state (the runs
     that compiled left out); peaks are bytes, with ``-m`` only."""
 
     #: median of the eager runs, and of the compiled runs after the last that compiled
