@@ -12,8 +12,8 @@ import torch
 
 import stance_magic
 from stance_magic import probe
-from stance_magic.session.engine import get_engine
 from stance_magic.builder.sharing import Sharing
+from stance_magic.session.engine import get_engine
 
 from conftest import last, run
 
