@@ -231,12 +231,15 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
         "with torch.no_grad():\n    step(); step()\n"
     )
     step = sh.user_ns["step"]
+    # once the lookup is bounded, a cell of 20 times its first two and one spot
+    # check (probe.STEADY_FIRST, STEADY_FIRST_SPOT), which is the cell's
+    # figure: a round's ratio ranged 0.34-1.54 (torch 2.15), the rounds decide
     n = 20
     # interleaved rounds, each a measured cell then the profiler on the same
     # loop: under load a round's lookups move together, 110-330 µs a lookup
     # from round to round here with one or two CPU hogs, and the two figures of
     # one round were seen 0.57-1.39x apart; the median of the rounds' ratios
-    # stayed within 0.99-1.10 (1.10 quiet)
+    # stayed within 0.99-1.10 (1.10 quiet) on torch 2.13, 0.67-0.97 on 2.15
     ours_s, prof_s = [], []
 
     def one_round() -> dict[str, float]:
@@ -266,10 +269,20 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
         prof_s.append(statistics.median(events))
         return {"ours / profiler": ours_s[-1] / prof_s[-1]}
 
-    agree(
+    # The band is narrower than 2x, so that a figure off by 2x leaves it from
+    # anywhere inside it (tests/test_timing_lane.py). Lopsided: torch's
+    # profiler, recording every operator of the loop, slows the lookups it
+    # times more than it speeds them: on torch 2.15 with Python 3.13.0 (whose
+    # guards walk each module's __dict__, no dict versions to shortcut them)
+    # its events read up to 1.4x the outside clock's lookup (152 µs in situ,
+    # 153 µs outside, 216 µs profiled). The medians seen: 0.72-0.97 (torch
+    # 2.8, 2.13, 2.15, beside another test process), 0.67-0.75 (2.15, quiet),
+    # 1.10 (2.13, quiet, before the steady sampling).
+    got = agree(
         one_round,
-        {"ours / profiler": (1 / 1.5, 1.5)},
-        why="the same lookups, timed in situ and by torch's profiler over the same loop",
+        {"ours / profiler": (0.6, 1.18)},
+        why="the same lookups, timed in situ and by torch's profiler over the same loop "
+        "(which slows them: ours reads 0.67-1.10 of it), in a band under 2x wide",
         rounds=5,
         max_rounds=11,
     )
@@ -286,7 +299,8 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
             outside = min(outside, _outside_clock(step, n))
     print(
         f"guard per lookup: ours {ours * 1e6:.0f} µs, profiler {prof * 1e6:.0f} µs, "
-        f"outside clock {outside * 1e6:.0f} µs"
+        f"outside clock {outside * 1e6:.0f} µs; ours / profiler: median "
+        f"{got.medians['ours / profiler']:.2f} of {len(got.rounds)} rounds"
     )
     # the warm check timed at compile time was 3-6x too low here: in situ is
     # not below the outside clock's lower bound by more than noise allows
