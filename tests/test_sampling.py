@@ -700,3 +700,26 @@ def test_the_busy_note_only_where_the_waiting_changed_the_reading():
     assert (
         _busy_note(_window_with(waited=1, waited_s=2e-5, timed=50, timed_s=1e-3, parts=50)) is None
     )
+
+
+def test_a_cell_whose_only_timed_lookup_waited_reads_whole(sh, monkeypatch):
+    """On fake clocks: a cell of one call, preempted inside its lookup's span
+    (counted, not timed): no lookup was timed, and the report, its text,
+    HTML and export row say so without failing."""
+    monkeypatch.setattr(anatomy, "CALIBRATION_TRIES", 0)  # no profiler on fake clocks
+    assert sh.run_cell(SETUP).success
+    wall = FakeClock(tick=1e-6)
+    cpu = _ThreadClock(wall)
+    sh.user_ns.update(cpu=cpu, PREEMPT=set())
+    with on_engine(wall, cpu):
+        assert sh.run_cell(PREEMPTED).success
+        sh.user_ns["PREEMPT"] = {2}
+        sh.user_ns["calls"][0] = 1
+        rep = measure(sh, monkeypatch, "%%stance default -q\nm(x)", False)
+    lk = rep.lookups
+    assert (lk.timed, lk.waited, rep.cache_hits) == (0, 1, 1)
+    assert lk.seconds is None and lk.per_lookup_s is None  # nothing timed: no figure made up
+    assert "1 timed lookup and 1 timed call waited off the CPU" in str(rep)
+    text, html = rep.views(verbose=True)
+    assert "cache lookups" in text and "cache lookups" in html
+    assert rep.summary_row()["lookups_waited"] == 1
