@@ -2,7 +2,7 @@
 doubled (``STANCE_MAGIC_INJECT=lookup2x``, see ``tests/conftest.py``), the
 tests that hold the lookup figure against sources outside stance_magic
 (torch's profiler, an outside clock) fail, quiet or beside a hog
-(``benchmarks/stress.py --inject lookup2x`` runs the whole lane so)."""
+(``STANCE_MAGIC_INJECT=lookup2x python benchmarks/stress.py`` runs the whole lane so)."""
 
 from __future__ import annotations
 
