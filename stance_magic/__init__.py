@@ -21,18 +21,18 @@ if TYPE_CHECKING:
     from .render import BreakList, History
     from .report.cell import CellReport as CellReport
     from .report.diff import CellDiff as CellDiff
+    from .report.warm import CacheInfo as CacheInfo
     from .session.engine import get_engine as get_engine
     from .session.measurement import Measured as Measured
+    from .session.warm import load_cache as load_cache
+    from .session.warm import precompile as precompile
+    from .session.warm import save_cache as save_cache
     from .spec import MeasureSpec as MeasureSpec
     from .stance import Stance as Stance
     from .stance import StanceError as StanceError
     from .stance import current_stance as current_stance
     from .stance import make_stance as make_stance
     from .stance import supported_stances as supported_stances
-    from .warm import CacheInfo as CacheInfo
-    from .warm import load_cache as load_cache
-    from .warm import precompile as precompile
-    from .warm import save_cache as save_cache
     from .widgets.panel import panel as panel
 
 from ._version import __version__ as __version__
@@ -74,10 +74,10 @@ _LAZY = {
     "Measured": "session.measurement",
     "RankReport": "ranks",
     "panel": "widgets.panel",
-    "save_cache": "warm",
-    "load_cache": "warm",
-    "precompile": "warm",
-    "CacheInfo": "warm",
+    "save_cache": "session.warm",
+    "load_cache": "session.warm",
+    "precompile": "session.warm",
+    "CacheInfo": "report.warm",
 }
 
 

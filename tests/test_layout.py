@@ -560,7 +560,7 @@ def test_torch_messages_are_parsed_only_in_the_probe():
 #: What stays at the package's top: its face, the values every layer reads
 #: (a stance, a spec, a place, text), the views that are one module each
 #: (advice, export), the recompile causes, IPython's and the paths' one
-#: homes, and the sections not yet split by layer (ranks, warm: issue 51).
+#: homes, and the section not yet split by layer (ranks: issue 51).
 #: A new module goes into the package of its role; this list grows only on
 #: purpose.
 TOP_MODULES = {
@@ -576,7 +576,6 @@ TOP_MODULES = {
     "spec",
     "stance",
     "text",
-    "warm",
 }
 #: The packages, by role: who may import each (``None``: anyone).
 PACKAGES = {

@@ -26,10 +26,11 @@ import warm_worker
 from torch.compiler._cache import CacheArtifactManager
 
 import stance_magic
-from stance_magic import warm
 from stance_magic.builder import compile_caches
 from stance_magic.probe import caches as probe_caches
 from stance_magic.report import CellReport, FrameCompile
+from stance_magic.report.warm import CacheInfo
+from stance_magic.session import warm
 from stance_magic.session.engine import get_engine
 from stance_magic.text import fmt_s
 
@@ -181,7 +182,7 @@ def test_magic_usage_and_refusal_are_one_line(sh, tmp_path):
 def test_lazy_api_names():
     assert stance_magic.save_cache is warm.save_cache
     assert stance_magic.load_cache is warm.load_cache
-    assert stance_magic.CacheInfo is warm.CacheInfo
+    assert stance_magic.CacheInfo is CacheInfo
     assert {"save_cache", "load_cache"} <= set(stance_magic.__all__)
 
 

@@ -204,8 +204,8 @@ def bundle(engine: Engine, shell: Any, args: Any, rest: list[str]) -> None:
 
 
 def cache(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
-    """``%stance cache save PATH`` / ``%stance cache load PATH`` (see stance_magic.warm)."""
-    from .. import warm
+    """``%stance cache save PATH`` / ``%stance cache load PATH`` (see stance_magic.session.warm)."""
+    from ..session import warm
 
     if rest[:1] == ["precompile"]:
         return precompile(engine, shell, args, rest[1:])
@@ -221,8 +221,8 @@ def cache(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
 
 
 def precompile(engine: Engine, shell: Any, args: Any, rest: list[str]) -> None:
-    """``%stance cache precompile [on|off]`` (see stance_magic.warm.precompile)."""
-    from .. import warm
+    """``%stance cache precompile [on|off]`` (see stance_magic.session.warm.precompile)."""
+    from ..session import warm
 
     if len(rest) > 1 or (rest and rest[0] not in ("on", "off")):
         raise UsageError(PRECOMPILE_USAGE)

@@ -189,7 +189,7 @@ class Measurement:
         engine = self.engine
         loaded = None
         if closed.window.records:
-            from ..warm import loaded_keys
+            from .warm import loaded_keys
 
             loaded = loaded_keys()
         rep = builder.build_report(

@@ -24,41 +24,34 @@ torch, a truncated or corrupt one is refused in one line
 (:class:`WarmStartError`) with nothing loaded. Files of format 1 (the blob
 alone) still load. Writing
 goes through a temporary file and a rename (as the history exports do).
+
+What a file holds is a :class:`~stance_magic.report.warm.CacheInfo`
+(:mod:`stance_magic.report.warm`); its words, and the notes a save or a
+load adds, are :mod:`stance_magic.render.warm`'s.
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import logging
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..render import warm as words
+from ..report.warm import CacheInfo
+
 if TYPE_CHECKING:
-    from .probe.caches import Artifact
+    from ..probe.caches import Artifact
 
 MAGIC = b"stance_magic compile cache\n"
 #: 2: torch's blob, then the compiled C++ kernels (header ``kernels``); 1: the blob alone
 FORMAT = 2
 #: header lines longer than this are not ours
 _MAX_HEADER = 64 * 1024
-
-#: torch's artifact kinds, as the summaries name them
-KIND_LABELS = {
-    "inductor": "Inductor FX graphs",
-    "aot_autograd": "AOTAutograd entries",
-    "pgo": "automatic-dynamic (PGO) profiles",
-    "autotune": "autotune results",
-    "precompile": "precompiled frames",
-    # stance_magic's own: the C++ binaries the mega-cache leaves out (CPU
-    # kernels and Inductor's CPU-feature checks)
-    "kernels": "compiled C++ binaries",
-}
 
 #: keys loaded by load_cache in this process -> the file they came from
 _LOADED: dict[str, str] = {}
@@ -72,90 +65,6 @@ def loaded_keys() -> dict[str, str]:
     """Artifact keys that :func:`load_cache` put into torch's caches in this
     process, each with the file it came from."""
     return _LOADED
-
-
-@dataclass
-class CacheInfo:
-    """What a saved or loaded cache file holds."""
-
-    action: str  # "saved" or "loaded"
-    path: str
-    torch_version: str
-    #: artifacts per kind (torch's names: inductor, aot_autograd, pgo, ...), by key
-    counts: dict[str, int] = field(default_factory=dict)
-    #: their bytes per kind (every entry of the blob)
-    kind_bytes: dict[str, int] = field(default_factory=dict)
-    #: the file's size (header included)
-    file_bytes: int = 0
-    seconds: float = 0.0
-    #: Inductor's cache directory the artifacts were loaded into (load only)
-    cache_dir: str = ""
-    created: str = ""
-    keys: dict[str, list[str]] = field(default_factory=dict, repr=False)
-    #: what the user should know about the file (a precompiled frame saved
-    #: without its compiled graphs, ...), one line each
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def artifacts(self) -> int:
-        """torch's artifacts (not the compiled binaries stance_magic adds)."""
-        return sum(n for kind, n in self.counts.items() if kind != "kernels")
-
-    @property
-    def binaries(self) -> int:
-        """The compiled C++ binaries (CPU kernels, Inductor's CPU-feature checks)."""
-        return self.counts.get("kernels", 0)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(self.kind_bytes.values())
-
-    def holds(self) -> str:
-        """``2 Inductor FX graphs (310.2 kB), 1 AOTAutograd entry (12.0 kB)``."""
-        from .text import fmt_bytes
-
-        parts = []
-        for kind, n in self.counts.items():
-            label = KIND_LABELS.get(kind, kind)
-            if n == 1 and label.endswith("s"):
-                label = label[:-1].replace("entrie", "entry").replace("binarie", "binary")
-            parts.append(f"{n} {label} ({fmt_bytes(self.kind_bytes.get(kind, 0))})")
-        return ", ".join(parts)
-
-    def __str__(self) -> str:
-        text = self._line()
-        for note in self.notes:
-            text += f"\nstance_magic: {note}"
-        return text
-
-    def _line(self) -> str:
-        from .text import fmt_bytes, fmt_s
-
-        n = f"{self.artifacts} compile-cache artifact{'s' if self.artifacts != 1 else ''}"
-        if self.binaries:
-            n += f" and {self.binaries} compiled C++ binar{'ies' if self.binaries != 1 else 'y'}"
-        if self.action == "saved":
-            return (
-                f"stance_magic: saved {n} to {self.path} ({fmt_bytes(self.file_bytes)}, "
-                f"torch {self.torch_version}, in {fmt_s(self.seconds)}): {self.holds()}"
-            )
-        return (
-            f"stance_magic: loaded {n} from {self.path} into Inductor's cache directory "
-            f"{self.cache_dir} (in {fmt_s(self.seconds)}): {self.holds()}; the next compile "
-            "of these graphs loads them instead of generating them (code compiled before "
-            "in this process stays: %stance reset to compile again)"
-        )
-
-    def _repr_html_(self) -> str:
-        return f'<div class="sm-notice" style="font-size:12px">{html.escape(str(self))}</div>'
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(str(self))
-
-    def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return asdict(self)
 
 
 def _counts(
@@ -174,7 +83,7 @@ def _counts(
 
 
 def _check_support() -> None:
-    from .probe import caches as probe_caches
+    from ..probe import caches as probe_caches
 
     problem = probe_caches.mega_cache_problem()
     if problem:
@@ -198,8 +107,8 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
         In [5]: stance_magic.save_cache("warm.smcache")
         Out[5]: stance_magic: saved 2 compile-cache artifacts to warm.smcache (…)
     """
-    from . import export
-    from .probe import caches as pc
+    from .. import export
+    from ..probe import caches as pc
 
     _check_support()
     t0 = time.perf_counter()
@@ -253,7 +162,7 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
         time.perf_counter() - t0,
         created=created,
         keys=keys,
-        notes=_missing_note(missing.count, counts.get("precompile", 0)),
+        notes=words.missing_graphs_note(missing.count, counts.get("precompile", 0)),
     )
 
 
@@ -279,19 +188,6 @@ class _BackendsMissing(logging.Handler):
         self._logger.removeHandler(self)
 
 
-def _missing_note(missing: int, frames: int) -> list[str]:
-    """The note for ``missing`` precompiled frames (of ``frames``) saved
-    without their compiled graphs."""
-    if not missing:
-        return []
-    return [
-        f"{missing} of the {frames} precompiled frames saved lack their compiled graphs (torch: "
-        '"Backend not found"): they are traced and compiled again after a load. In '
-        "training, run one full step (forward and backward) before saving; an eager or "
-        "aot_eager backend's graphs are never saved"
-    ]
-
-
 def precompile(on: bool | None = None) -> str:
     """Dynamo's precompiled frames (torch's ``caching_precompile``), safe for
     notebook cells: ``on=True`` turns them on, ``False`` off, None only says.
@@ -306,29 +202,23 @@ def precompile(on: bool | None = None) -> str:
     torch's own source check. Returns one line saying what is in force.
     Raises :class:`WarmStartError` on a torch without it (``on=True``).
     """
-    from .probe import precompile as pp
+    from ..probe import precompile as pp
 
     problem = pp.available()
     if problem is not None:
         if on:
             raise WarmStartError(problem)
-        return f"stance_magic: precompiled frames off ({problem})"
+        return words.precompile_line(False, problem)
     if not pp.SOURCE_CHECK.install():
         if on:
             raise WarmStartError(
                 "this torch's Dynamo cache is laid out otherwise: its saved frames cannot be "
                 "checked against the cells' code, so precompiled frames stay off"
             )
-        return "stance_magic: precompiled frames off (this torch's Dynamo cache cannot be checked)"
+        return words.precompile_line(False, "this torch's Dynamo cache cannot be checked")
     if on is not None:
         pp.set_enabled(on)
-    if pp.enabled():
-        return (
-            "stance_magic: precompiled frames on (torch's caching_precompile): "
-            "torch.compile calls from now on save and reuse Dynamo's traced frames; "
-            "cells are checked against their saved code"
-        )
-    return "stance_magic: precompiled frames off (torch's caching_precompile)"
+    return words.precompile_line(pp.enabled())
 
 
 def read_cache_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes]:
@@ -341,7 +231,7 @@ def read_cache_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes
 def _read(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes, list[tuple[str, bytes]]]:
     """:func:`read_cache_file`, and the compiled kernels after the blob
     (format 2), checked as the blob is."""
-    from .probe import caches as pc
+    from ..probe import caches as pc
 
     _check_support()
     p = Path(path).expanduser()
@@ -425,7 +315,7 @@ def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
         In [1]: stance_magic.load_cache("warm.smcache")
         Out[1]: stance_magic: loaded 2 compile-cache artifacts from warm.smcache …
     """
-    from .probe import caches as pc
+    from ..probe import caches as pc
 
     _check_support()
     t0 = time.perf_counter()
@@ -455,17 +345,9 @@ def load_cache(path: str | os.PathLike[str]) -> CacheInfo:
         )
     without = header.get("precompile_without_graphs") or 0
     if without:
-        notes.append(
-            f"{without} of the {counts.get('precompile', 0)} precompiled frames in this file "
-            "were saved without their compiled graphs (before a training step's backward "
-            "ran, or from a backend whose graphs are not saved): torch traces and compiles "
-            "them again"
-        )
+        notes.append(words.loaded_without_graphs_note(without, counts.get("precompile", 0)))
     if counts.get("precompile") and not _precompile_on():
-        notes.append(
-            "the file holds precompiled frames, and torch's caching_precompile is off: "
-            "%stance cache precompile on (before torch.compile) to use them"
-        )
+        notes.append(words.PRECOMPILE_OFF_NOTE)
     for kind_keys in keys.values():
         for k in kind_keys:
             _LOADED[k] = shown
@@ -502,16 +384,12 @@ def _place_kernels(
     binary, as this function has just done in this one, and a new kernel
     would otherwise start six of them (about 0.7 s) before its first
     compile or load."""
-    from . import export
-    from .probe import caches as pc
+    from .. import export
+    from ..probe import caches as pc
 
     here = pc.kernel_platform()
     if built_on != here:
-        where = built_on or "another platform"
-        return [
-            f"the file's {len(kernels)} compiled C++ binaries were built on {where}; this is "
-            f"{here}: Inductor builds them again here"
-        ]
+        return [words.other_platform_note(len(kernels), built_on, here)]
     placed = present = refused = 0
     markers = bool(load_ok) and pc.load_ok_markers()
     try:
@@ -539,15 +417,12 @@ def _place_kernels(
     counts["kernels"] = placed + present
     nbytes["kernels"] = sum(len(data) for _, data in kernels)
     if refused:
-        return [
-            f"{refused} of the file's {len(kernels)} compiled C++ binaries do not load on this "
-            "machine (a missing library?): Inductor builds them again here"
-        ]
+        return [words.binaries_refused_note(refused, len(kernels))]
     return []
 
 
 def _precompile_on() -> bool:
-    from .probe import precompile as pp
+    from ..probe import precompile as pp
 
     return pp.available() is None and pp.enabled()
 
