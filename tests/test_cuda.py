@@ -631,7 +631,7 @@ def test_a_run_time_skip_from_a_cached_graph_names_the_line_compiled_here(sh):
 def test_a_skip_inside_a_helper_of_another_file_keeps_torchs_line(tmp_path):
     """The line torch names is kept when the frame compiled here does not hold
     that code (a helper inlined from another file, or code that changed)."""
-    from stance_magic.builder.places import _line_in_frame
+    from stance_magic.builder.locating import _line_in_frame
 
     f = tmp_path / "model.py"
     f.write_text(

@@ -27,8 +27,9 @@ One module per part of the report:
 * :mod:`.tracing`: the tracing by function (torch's dynamo_profiler);
 * :mod:`.sharing`: the trace and the timeline of a block (``--trace``,
   ``--timeline``), its capture and the report's ``shared`` part;
-* :mod:`.places`: the places of code every part names (a frame's file, the
-  calling line, an error as one line).
+* :mod:`.locating`: locates the code every part names, from torch's frames
+  (a frame's file, its line's source, the calling line, an error as one line),
+  as :class:`stance_magic.place.Place` values.
 
 This module puts the parts together into one report. Torch's own text
 (recompile reasons, graph-break messages, guard failures) is parsed by the
@@ -49,9 +50,9 @@ from .caches import _loaded_functions, _precompiled, compile_caches
 from .closed import Closed, _nothing_seen
 from .compiles import _breakdown, _frames, _kernel_parts
 from .cudagraphs import _NO_CUDAGRAPHS, _cudagraphs
+from .locating import _stack, called_from, error_line, frame_text
 from .lookups import _NO_LOOKUPS, _account, _cell_parts, _lookups
 from .notes import _notes
-from .places import _stack, called_from, error_line, frame_text
 from .recompiles import (
     _budget,
     _dynamic_shapes,

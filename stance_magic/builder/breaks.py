@@ -10,7 +10,7 @@ from typing import Any
 from .. import probe
 from ..paths import is_library, short_path
 from ..report import FrameCompile, GraphBreak
-from .places import _source_line
+from .locating import _source_line
 
 
 def _group_breaks(events: list[Any]) -> list[GraphBreak]:

@@ -21,7 +21,7 @@ from ..report import (
     LoadedFunction,
     PrecompiledFrame,
 )
-from .places import _file
+from .locating import _file
 
 
 def compile_caches(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import probe
 from ..report import PHASES, FrameCompile
-from .places import _file
+from .locating import _file
 
 
 def _frames(window: probe.Window, stance: str, error: BaseException | None) -> list[FrameCompile]:

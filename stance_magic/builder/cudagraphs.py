@@ -10,7 +10,7 @@ from .. import causes, place, probe
 from ..place import Place
 from ..report import CudaGraphFrame, CudaGraphs, CudaGraphSkip, FrameCompile, Recompile
 from .closed import Closed
-from .places import _line_in_frame, _place, _source_line
+from .locating import _line_in_frame, _place, _source_line
 
 #: The CUDA graphs of a window that saw none (frozen: nothing but the builder
 #: writes a report's parts).

@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import probe
 from ..report import CallAccount, CallParts, Lookups, LookupTarget
-from .places import _place
+from .locating import _place
 
 #: The lookups of a window that saw none (frozen; its empty list is never grown:
 #: nothing but the builder writes a report's parts).

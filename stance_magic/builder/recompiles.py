@@ -22,7 +22,7 @@ from ..report import (
     Recompile,
     RecompileLimit,
 )
-from .places import _file, _place, _stack
+from .locating import _file, _place, _stack
 
 
 def split_recompile_reason(text: str) -> tuple[str, str]:

@@ -18,7 +18,7 @@ from ..report.tracing import (
     TracedModule,
     Tracing,
 )
-from .places import _file
+from .locating import _file
 
 _NS = 1e-9
 #: the compile phases after Dynamo's: the backend's compile of a frame's graph

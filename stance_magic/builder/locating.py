@@ -1,5 +1,6 @@
-"""The places of code a report names: a compiled frame's file, a line, the
-user's line that made a call, an error as one line.
+"""Locating the code a report names, from torch's frames: a compiled frame's
+file, a line and its source, the user's line that made a call, an error as
+one line.
 
 Each place is a :class:`stance_magic.place.Place`, its file as a reader
 knows it (``In [3]``, ``torch/nn/modules/linear.py``: shortened by
