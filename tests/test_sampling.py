@@ -5,6 +5,7 @@ per function; a miss among the counted-only calls is handled in full."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import types
 
@@ -592,6 +593,21 @@ m(x)
 """
 
 
+@contextlib.contextmanager
+def _preempting(sh, monkeypatch):
+    """The engine on fake clocks (a tick a reading; the thread's CPU clock
+    beside it), PREEMPTED's compiled module ``m`` set up: a cell's calls
+    listed in ``PREEMPT`` are taken off the CPU for 5 ms (_preempted_cell)."""
+    monkeypatch.setattr(anatomy, "CALIBRATION_TRIES", 0)  # no profiler on fake clocks
+    assert sh.run_cell(SETUP).success
+    wall = FakeClock(tick=1e-6)
+    cpu = _ThreadClock(wall)
+    sh.user_ns.update(cpu=cpu, PREEMPT=set())
+    with on_engine(wall, cpu):
+        assert sh.run_cell(PREEMPTED).success
+        yield
+
+
 def _preempted_cell(sh, monkeypatch, preempt: set[int], every: bool):
     sh.user_ns["PREEMPT"] = {n + 1 for n in preempt}  # (call 1 compiled, in SETUP)
     sh.user_ns["calls"][0] = 1
@@ -608,13 +624,7 @@ def test_a_lookup_preempted_counts_the_time_its_thread_ran(sh, monkeypatch, ever
     lookup is timed and 16 times on a spot check); each preempted timed
     lookup counted, not timed, with the time it waited, and the cell's note
     says so."""
-    monkeypatch.setattr(anatomy, "CALIBRATION_TRIES", 0)  # no profiler on fake clocks
-    assert sh.run_cell(SETUP).success
-    wall = FakeClock(tick=1e-6)
-    cpu = _ThreadClock(wall)
-    sh.user_ns.update(cpu=cpu, PREEMPT=set())
-    with on_engine(wall, cpu):
-        assert sh.run_cell(PREEMPTED).success
+    with _preempting(sh, monkeypatch):
         quiet = _preempted_cell(sh, monkeypatch, set(), every)
         # call 3: a first timed one; 16 + 16 * 4: a spot check; 100: counted only
         spot = probe.SAMPLE_FIRST + 4 * probe.SAMPLE_EVERY
@@ -706,13 +716,7 @@ def test_a_cell_whose_only_timed_lookup_waited_reads_whole(sh, monkeypatch):
     """On fake clocks: a cell of one call, preempted inside its lookup's span
     (counted, not timed): no lookup was timed, and the report, its text,
     HTML and export row say so without failing."""
-    monkeypatch.setattr(anatomy, "CALIBRATION_TRIES", 0)  # no profiler on fake clocks
-    assert sh.run_cell(SETUP).success
-    wall = FakeClock(tick=1e-6)
-    cpu = _ThreadClock(wall)
-    sh.user_ns.update(cpu=cpu, PREEMPT=set())
-    with on_engine(wall, cpu):
-        assert sh.run_cell(PREEMPTED).success
+    with _preempting(sh, monkeypatch):
         sh.user_ns["PREEMPT"] = {2}
         sh.user_ns["calls"][0] = 1
         rep = measure(sh, monkeypatch, "%%stance default -q\nm(x)", False)
