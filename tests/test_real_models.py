@@ -239,7 +239,7 @@ def test_gpt2_guard_figure_in_situ_against_profiler_and_outside_clock(sh, one_th
     # loop: under load a round's lookups move together, 110-330 µs a lookup
     # from round to round here with one or two CPU hogs, and the two figures of
     # one round were seen 0.57-1.39x apart; the median of the rounds' ratios
-    # stayed within 0.99-1.10 (1.10 quiet) on torch 2.13, 0.67-0.97 on 2.15
+    # decide (the band's medians: below)
     ours_s, prof_s = [], []
 
     def one_round() -> dict[str, float]:

@@ -608,10 +608,12 @@ def _preempting(sh, monkeypatch):
         yield
 
 
-def _preempted_cell(sh, monkeypatch, preempt: set[int], every: bool):
+def _preempted_cell(sh, monkeypatch, preempt: set[int], every: bool, calls: int = 300):
     sh.user_ns["PREEMPT"] = {n + 1 for n in preempt}  # (call 1 compiled, in SETUP)
     sh.user_ns["calls"][0] = 1
-    return measure(sh, monkeypatch, "%%stance default -q\nfor _ in range(300):\n    m(x)", every)
+    return measure(
+        sh, monkeypatch, f"%%stance default -q\nfor _ in range({calls}):\n    m(x)", every
+    )
 
 
 @pytest.mark.parametrize("every", [False, True])
@@ -717,9 +719,7 @@ def test_a_cell_whose_only_timed_lookup_waited_reads_whole(sh, monkeypatch):
     (counted, not timed): no lookup was timed, and the report, its text,
     HTML and export row say so without failing."""
     with _preempting(sh, monkeypatch):
-        sh.user_ns["PREEMPT"] = {2}
-        sh.user_ns["calls"][0] = 1
-        rep = measure(sh, monkeypatch, "%%stance default -q\nm(x)", False)
+        rep = _preempted_cell(sh, monkeypatch, {1}, False, calls=1)
     lk = rep.lookups
     assert (lk.timed, lk.waited, rep.cache_hits) == (0, 1, 1)
     assert lk.seconds is None and lk.per_lookup_s is None  # nothing timed: no figure made up

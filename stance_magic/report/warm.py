@@ -5,7 +5,7 @@ plain data, made by :mod:`stance_magic.session.warm` and worded by
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -66,6 +66,4 @@ class CacheInfo:
         p.text(str(self))
 
     def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)
