@@ -27,8 +27,15 @@ __all__ = [
 
 
 def _shell() -> Any:
-    ip = sys.modules.get("IPython")
-    get = getattr(ip, "get_ipython", None) if ip is not None else None
+    # IPython's own module first: ``IPython.get_ipython`` is, since IPython
+    # 9, a module ``__getattr__`` that runs an import statement on each read
+    # (a measured cell reads the shell several times, on caches a model's
+    # code left cold)
+    getipython = sys.modules.get("IPython.core.getipython")
+    get = getattr(getipython, "get_ipython", None) if getipython is not None else None
+    if get is None:
+        ip = sys.modules.get("IPython")
+        get = getattr(ip, "get_ipython", None) if ip is not None else None
     return get() if get is not None else None
 
 

@@ -292,8 +292,10 @@ def _limit_from_record(rec: Any, frame_of: Any) -> LimitHit | None:
     return LimitHit(frame=frame, config=name, limit=limit, compile_id=None)
 
 
+@functools.cache
 def recompile_limit_name() -> str:
-    """The installed torch's name for the per-frame recompile limit."""
+    """The installed torch's name for the per-frame recompile limit (one
+    for the process: a config's names are its release's)."""
     from torch._dynamo import config
 
     return "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
