@@ -36,7 +36,10 @@ ratio to the outside clock is printed: what the report leaves out (building
 and showing itself).
 
 Printed per (model, backend, way): the first three measured cells of the
-model and the steady state (the median of the cells after them), each the
+model and the steady state (the median of the cells after them: 22 of them
+by default, since one cell's ratio swings by about 10 % either way on two
+cores, and six, as this script took before, put a 100-call Inductor cell's
+steady state anywhere from 1.03x to 1.10x in one session), each the
 median over the processes of its ratio to the plain cells, and the targets:
 the steady state at most 1.05x, the model's first measured cell at most
 1.25x (for ``q`` and ``measure``; ``report`` shows the report, whose cost is a
@@ -302,7 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--processes", type=int, default=3, help="fresh processes per configuration")
     p.add_argument("--calls", type=int, default=100, help="compiled calls a cell")
-    p.add_argument("--cells", type=int, default=9, help="measured cells a process (>= 4)")
+    p.add_argument(
+        "--cells",
+        type=int,
+        default=25,
+        help="measured cells a process (>= 4; the steady state is the median of all but the first three)",
+    )
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = p.parse_args(args_in)
     models, backends, modes = (s.split(",") for s in (args.models, args.backends, args.modes))

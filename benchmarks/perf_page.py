@@ -663,10 +663,12 @@ def models(m: Json) -> list[str]:
     )
     # (runs before that key stored the history of the measured cells only)
     stored = ", every cell storing its history" if m.get("history_stored") else ""
+    steady_n = round(statistics.median(len(r["cells"]) - 3 for r in m["runs"]))
     return [
         f"{names}; {m['calls']} steady-state calls a cell (cache hits, `no_grad`). Each "
         "figure is a measured cell's time over the plain cells beside it, by an outside clock "
-        f"(IPython's `run_cell`{stored}), the median of {m['processes']} fresh processes; "
+        f"(IPython's `run_cell`{stored}), the median of {m['processes']} fresh processes "
+        f"(a process's steady state: the median of its {steady_n} cells after the first three); "
         "the targets "
         f"(for `%%stance -q` and `measure()`): the model's first measured cell ≤ {t['first']}×, "
         f"the steady state ≤ {t['steady']}×:",
