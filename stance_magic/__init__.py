@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager as ContextManager
     from typing import Any, Callable, Literal
 
-    from .ranks import RankReport as RankReport
     from .render import BreakList, History
     from .report.cell import CellReport as CellReport
     from .report.diff import CellDiff as CellDiff
+    from .report.ranks import RankReport as RankReport
     from .report.warm import CacheInfo as CacheInfo
     from .session.engine import get_engine as get_engine
     from .session.measurement import Measured as Measured
@@ -72,7 +72,7 @@ _LAZY = {
     "CellReport": "report",
     "MeasureSpec": "spec",
     "Measured": "session.measurement",
-    "RankReport": "ranks",
+    "RankReport": "report.ranks",
     "panel": "widgets.panel",
     "save_cache": "session.warm",
     "load_cache": "session.warm",
@@ -137,7 +137,7 @@ def measure(
     ends, also when it raised; rank 0's report then has ``rep.ranks``, a
     :class:`RankReport` with one row per rank and the ranks' divergences.
     ``ranks="full"`` sends whole reports. Without a process group it warns
-    and measures this process alone. See :mod:`stance_magic.ranks`.
+    and measures this process alone. See :mod:`stance_magic.builder.ranks`.
 
     ``profile_guards=`` and ``gather=`` are the earlier names of
     ``profile_lookups=`` and ``ranks=`` (deprecated).
@@ -163,7 +163,9 @@ def measure(
     st = make_stance(stance, skip_guard_eval_unsafe, force_backend, base=engine.session)
     mode: Literal["summary", "full"] | None = None
     if ranks:
-        from .ranks import NO_GROUP, check_mode, process_group_ready
+        from .probe import process_group_ready
+        from .render.ranks import NO_GROUP
+        from .report.ranks import check_mode
 
         mode = check_mode(ranks)
         if not process_group_ready():

@@ -1,15 +1,16 @@
-"""Small text helpers every view shares: durations, bytes, plurals, labels.
+"""Small text helpers every view shares: durations, bytes, plurals, labels,
+sets of ranks.
 
 Places in code are worded by :mod:`stance_magic.place`.
 
 A leaf module: it imports nothing from stance_magic, so the report, the
-views (render, plots, ranks, the panel) and the advice can all use it
+views (render, plots, the panel) and the advice can all use it
 without importing each other.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence
 
 __all__ = [
     "Shown",
@@ -18,6 +19,9 @@ __all__ = [
     "fmt_bytes",
     "fmt_s",
     "plural",
+    "rank_groups",
+    "rank_groups_text",
+    "rank_set",
     "shorten",
 ]
 
@@ -75,6 +79,46 @@ def shorten(text: str, width: int = 60) -> str:
     """One line of at most ``width`` characters (full text stays in the export)."""
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def rank_set(ranks: Iterable[int]) -> str:
+    """``rank 3`` / ``ranks 0-2, 5``: consecutive ranks as ranges.
+
+    Examples
+    --------
+    >>> rank_set([3]), rank_set([0, 1, 2, 5])
+    ('rank 3', 'ranks 0-2, 5')
+    """
+    rs = sorted(set(ranks))
+    if len(rs) == 1:
+        return f"rank {rs[0]}"
+    parts: list[str] = []
+    start = prev = rs[0] if rs else 0
+    for r in [*rs[1:], None]:
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if r is not None:
+            start = prev = r
+    return "ranks " + ", ".join(parts)
+
+
+def rank_groups(pairs: Iterable[tuple[int, Any]]) -> list[tuple[Any, list[int]]]:
+    """``(rank, value)`` pairs as the ranks of each value; the largest group
+    first (ties: the group with the lowest rank), so the others read as the
+    odd ones out. The report's flags across ranks and the line about every
+    rank's session stance group ranks alike."""
+    groups: dict[Any, list[int]] = {}
+    for rank, value in pairs:
+        groups.setdefault(value, []).append(rank)
+    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
+
+
+def rank_groups_text(groups: Sequence[tuple[Any, list[int]]], fmt: Callable[[Any], str]) -> str:
+    """``default on ranks 0-2; force_eager on rank 3``: each group's value
+    (worded by ``fmt``) and its ranks."""
+    return "; ".join(f"{fmt(value)} on {rank_set(ranks)}" for value, ranks in groups)
 
 
 def first_code_line(source: str, width: int = 30) -> str:

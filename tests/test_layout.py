@@ -12,7 +12,8 @@
   (``torch._dynamo``, ``torch._C``, ``torch._inductor``, ...): each torch
   version difference has one home; IPython's internals have one home too
   (:mod:`stance_magic.notebook`), and paths are shortened in one place
-  (:mod:`stance_magic.paths`).
+  (:mod:`stance_magic.paths`). A gather across ranks reaches
+  ``torch.distributed`` through the probe too.
 * No private name crosses a module boundary: not imported, not read as an
   attribute (``probe._x``), not handed on by a package's ``__init__``.
 """
@@ -322,6 +323,39 @@ def test_torch_private_attributes_only_in_the_probe():
     assert not _private_torch_reads(ast.parse("import torch.distributed as d"))
 
 
+def _distributed_imports(tree: ast.Module) -> list[str]:
+    """``import torch.distributed``, ``from torch.distributed import …`` and
+    ``from torch import distributed``."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        if any(n == "torch.distributed" or n.startswith("torch.distributed.") for n in names):
+            out.append(f"line {node.lineno}: torch.distributed")
+    return out
+
+
+def test_the_process_group_is_reached_through_the_probe():
+    """A gather across ranks (the builder's report, the session's stances)
+    reaches torch.distributed through :mod:`stance_magic.probe.distributed`
+    alone, as every other use of torch goes through the probe."""
+    mods = _modules()
+    assert _distributed_imports(mods["probe.distributed"])
+    found = {
+        module: imports
+        for module, tree in mods.items()
+        if _top(module) not in PROBE and (imports := _distributed_imports(tree))
+    }
+    assert found == {}
+    # the check sees each form
+    for code in ("import torch.distributed as d", "from torch import distributed"):
+        assert _distributed_imports(ast.parse(code)), code
+
+
 def _module_aliases(module: str, tree: ast.Module, names: set[str]) -> dict[str, str]:
     """Local names bound to a package module (``from . import probe``,
     ``from .probe import caches as pc``)."""
@@ -560,7 +594,7 @@ def test_torch_messages_are_parsed_only_in_the_probe():
 #: What stays at the package's top: its face, the values every layer reads
 #: (a stance, a spec, a place, text), the views that are one module each
 #: (advice, export), the recompile causes, IPython's and the paths' one
-#: homes, and the section not yet split by layer (ranks: issue 51).
+#: homes.
 #: A new module goes into the package of its role; this list grows only on
 #: purpose.
 TOP_MODULES = {
@@ -572,7 +606,6 @@ TOP_MODULES = {
     "notebook",
     "paths",
     "place",
-    "ranks",
     "spec",
     "stance",
     "text",

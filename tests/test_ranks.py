@@ -35,8 +35,11 @@ from IPython.utils.capture import capture_output
 from traitlets.config import Config
 
 import stance_magic
-from stance_magic import probe, ranks
+from stance_magic import probe
+from stance_magic.builder.ranks import MAX_REASONS, summarize
 from stance_magic.report import CellReport, GraphBreak, Recompile
+from stance_magic.report.ranks import RankReport, RankSummary
+from stance_magic.text import rank_set
 
 from conftest import html_outputs, run, text_outputs
 
@@ -353,7 +356,7 @@ def test_without_a_process_group_ranks_is_a_usage_error_and_nothing_is_gathered(
 
 def test_gather_not_asked_means_no_process_group_lookup(shell, monkeypatch):
     asked = []
-    monkeypatch.setattr(ranks, "process_group_ready", lambda: asked.append(1) or False)
+    monkeypatch.setattr(probe, "process_group_ready", lambda: asked.append(1) or False)
     run(shell, "%%stance -q\npass")
     with stance_magic.measure():
         pass
@@ -367,9 +370,9 @@ def _rep(**kw) -> CellReport:
     return CellReport(**{"stance": "default", **kw})
 
 
-def _view(reports, mode="summary") -> ranks.RankReport:
-    rows = [ranks.summarize(r, i, host="node-0") for i, r in enumerate(reports)]
-    return ranks.RankReport(world_size=len(rows), rows=rows, mode=mode)
+def _view(reports, mode="summary") -> RankReport:
+    rows = [summarize(r, i, host="node-0") for i, r in enumerate(reports)]
+    return RankReport(world_size=len(rows), rows=rows, mode=mode)
 
 
 def test_alike_ranks_have_no_divergence():
@@ -402,9 +405,9 @@ def test_html_escapes_every_string():
         error="<script>alert(1)</script>",
         recompile_details=[Recompile("<img src=x>", "f (<In>)", "0/1")],
     )
-    view = ranks.RankReport(
+    view = RankReport(
         world_size=2,
-        rows=[ranks.summarize(_rep(), 0, host="a"), ranks.summarize(bad, 1, host="<h>")],
+        rows=[summarize(_rep(), 0, host="a"), summarize(bad, 1, host="<h>")],
     )
     page = view._repr_html_()
     for raw in ("<script>", "<img src=x>", "<b>x</b>", "<h>"):
@@ -423,14 +426,14 @@ def test_summary_is_bounded_whatever_the_cell_did():
         refused_guards=["z" * 5000],
         error="E" * 5000,
     )
-    s = ranks.summarize(rep, 0)
+    s = summarize(rep, 0)
     size = len(__import__("pickle").dumps(s.to_wire()))
-    assert len(s.recompile_reasons) == ranks.MAX_REASONS and len(s.break_samples) == 3
+    assert len(s.recompile_reasons) == MAX_REASONS and len(s.break_samples) == 3
     assert s.recompile_reasons[0].startswith("f: xxx") and "Recompile(" not in str(s)
     assert s.break_samples[0].startswith("2× ") and "GraphBreak(" not in str(s)
     assert s.graph_breaks == 100 and s.recompiles == 50
     assert size < 2000
-    assert ranks.RankSummary.from_wire(s.to_wire()) == s
+    assert RankSummary.from_wire(s.to_wire()) == s
 
 
 def test_many_ranks_fold_and_chart():
@@ -487,5 +490,5 @@ def test_the_gather_benchmark_still_runs(tmp_path):
 
 
 def test_rank_sets_read_as_ranges():
-    assert ranks.rank_set([3]) == "rank 3"
-    assert ranks.rank_set([0, 1, 2, 5, 7, 8]) == "ranks 0-2, 5, 7-8"
+    assert rank_set([3]) == "rank 3"
+    assert rank_set([0, 1, 2, 5, 7, 8]) == "ranks 0-2, 5, 7-8"

@@ -271,5 +271,5 @@ def with_shared(rep: CellReport, shared: Shared, notes: Sequence[str] = ()) -> C
 
 def with_ranks(rep: CellReport, gathered: Gathered, view: Any = None) -> CellReport:
     """``rep`` once gathered across ranks: where it went, and on the rank that
-    gathered, the combined ``view`` (a :class:`stance_magic.ranks.RankReport`)."""
+    gathered, the combined ``view`` (a :class:`stance_magic.report.ranks.RankReport`)."""
     return place.replace(rep, gathered=gathered, ranks=view)

@@ -80,11 +80,13 @@ def session_line(engine: Engine, args: Any, ns: dict[str, Any] | None) -> None:
 def ranks_line(engine: Engine, args: Any, ns: dict[str, Any] | None) -> None:
     """``%stance [STANCE] --ranks``: set STANCE (if given) on this rank,
     then gather every rank's session stance; rank 0 prints one line."""
-    from .. import ranks
+    from .. import probe
+    from ..render.ranks import NO_GROUP, stances_line
+    from ..session.ranks import session_stances
 
     words = args.words
-    if not ranks.process_group_ready():
-        raise UsageError(f"%stance --ranks: {ranks.NO_GROUP}")
+    if not probe.process_group_ready():
+        raise UsageError(f"%stance --ranks: {NO_GROUP}")
     previous = None
     if words or args.skip_guard_eval_unsafe or args.backend:
         stance = make_stance(
@@ -96,10 +98,10 @@ def ranks_line(engine: Engine, args: Any, ns: dict[str, Any] | None) -> None:
         )
         warn_before_running(engine, stance)
         previous = engine.set_session(stance).nested_text()
-    stances = ranks.session_stances(engine.session)
+    stances = session_stances(engine.session)
     if stances is not None and not args.quiet:
         later = " after this cell" if engine.in_cell else ""
-        print(ranks.stances_line(stances, previous) + later)
+        print(stances_line(stances, previous) + later)
 
 
 # -- the line commands: (engine, shell, args, the words after the command) ------

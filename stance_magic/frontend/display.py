@@ -8,9 +8,14 @@ the HTML), then its hints and, where the front end shows images, its chart.
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["can_show_images", "display_text", "notice", "show"]
+if TYPE_CHECKING:
+    from ..render.ranks import RankNote
+    from ..report import CellReport
+    from ..report.ranks import RankReport
+
+__all__ = ["can_show_images", "display_text", "notice", "show", "to_show"]
 
 
 def display_text(text: str, html_text: str | None = None) -> None:
@@ -40,6 +45,19 @@ def can_show_images() -> bool:
 
     ip = get_ipython()
     return ip is None or "image/png" in ip.display_formatter.active_types
+
+
+def to_show(rep: CellReport, plot: bool) -> tuple[CellReport | RankReport | RankNote, bool]:
+    """What a cell gathered across ranks displays, with whether to chart it:
+    rank 0 the combined view, another rank one line, an interrupted cell
+    (nothing gathered) its own report."""
+    if rep.ranks is not None:
+        return rep.ranks, plot
+    if rep.gathered is not None:
+        from ..render.ranks import RankNote
+
+        return RankNote(rep), False
+    return rep, plot
 
 
 def show(

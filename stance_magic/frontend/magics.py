@@ -30,7 +30,7 @@ from ..session.engine import Engine, get_engine
 from ..spec import MeasureSpec
 from ..stance import StanceError, make_stance, supported_stances
 from .commands import LINE_COMMANDS, ranks_line, session_line, warn_before_running
-from .display import notice, show
+from .display import notice, show, to_show
 from .execution import after_cell, compile_cell
 from .options import (
     COMMANDS,
@@ -194,7 +194,7 @@ class StanceMagics(Magics):
     VIEWS = (
         ("stance_magic.report.cell", "CellReport"),
         ("stance_magic.report.results", "CompareResult"),
-        ("stance_magic.ranks", "RankReport"),
+        ("stance_magic.report.ranks", "RankReport"),
     )
 
     def attach_views(self) -> None:
@@ -292,10 +292,11 @@ class StanceMagics(Magics):
         __tracebackhide__ = True
         words = args.words
         if args.ranks:
-            from .. import ranks
+            from .. import probe
+            from ..render.ranks import NO_GROUP
 
-            if not ranks.process_group_ready():
-                raise UsageError(f"%%stance --ranks: {ranks.NO_GROUP}")
+            if not probe.process_group_ready():
+                raise UsageError(f"%%stance --ranks: {NO_GROUP}")
         ns = self._namespace(args)
         if args.sweep is not None:
             names = [n.strip() for n in args.sweep.split(",") if n.strip()] or list(
@@ -361,9 +362,7 @@ class StanceMagics(Magics):
         if args.quiet:
             return
         if args.ranks:
-            from .. import ranks
-
-            obj, plot = ranks.to_show(rep, self.plot and not args.no_plot)
+            obj, plot = to_show(rep, self.plot and not args.no_plot)
             self._pending.append((obj, plot, self.verbose or args.verbose))
         else:
             self._show_later(rep, args)

@@ -19,7 +19,7 @@ MAX_RANK_BARS = 32
 
 
 def ranks_figure(view: Any, max_bars: int = MAX_RANK_BARS) -> Figure:
-    """Across ranks (a :class:`~stance_magic.ranks.RankReport`): one bar per rank
+    """Across ranks (a :class:`~stance_magic.report.ranks.RankReport`): one bar per rank
     (compile, cache lookups, execution), flagged ranks in red, a dashed line
     at the slowest compile; over ``max_bars`` ranks, compile time per rank as
     points."""

@@ -15,6 +15,7 @@ frame is named), :mod:`.records` (compile records), :mod:`.breaks` (graph
 breaks and torch's registry), :mod:`.shapes` (dynamic dimensions),
 :mod:`.profiler` (lookups and memory), :mod:`.device` (CUDA and the clocks),
 :mod:`.cudagraphs` (CUDA graphs recorded, replayed and skipped),
+:mod:`.distributed` (the process group a gather across ranks uses),
 :mod:`.messages` (torch's wording read: failed guards, graph-break messages,
 refusals), :mod:`.recorder` (the hooks and their windows). The names the rest of
 stance_magic uses are handed on here (and only those: a test that needs
@@ -39,6 +40,7 @@ from .cudagraphs import overwritten_output as cudagraph_overwritten_output
 from .cudagraphs import user_line as cudagraph_user_line
 from .cudagraphs import watch as cudagraph_watch
 from .device import cuda_in_use, sync_if_cuda
+from .distributed import gather_to_rank0, process_group_ready, rank_and_world
 from .frames import (
     NOTEBOOK,
     is_user_file,
@@ -264,6 +266,7 @@ __all__ = [
     "dynamo_config_flag",
     "expected_actual",
     "following",
+    "gather_to_rank0",
     "graph_break_field",
     "graph_break_hints",
     "graph_break_type",
@@ -290,8 +293,10 @@ __all__ = [
     "names_fail_on_recompile",
     "names_no_guard",
     "no_disk_caches",
+    "process_group_ready",
     "quiet_fd2",
     "raised_from",
+    "rank_and_world",
     "reached_cell",
     "record_total_s",
     "record_user_frames",

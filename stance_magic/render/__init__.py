@@ -32,7 +32,8 @@ in the module of its section's name, its labels are in :mod:`.labels`.
   break-even), ``shared`` (the files --trace and --timeline wrote).
 * ``cell``: a cell's report, text and HTML: the sections' rows in order,
   what the brief report folds, the notes; the advice list.
-* ``history``: the session's table; ``ranks``: a run across ranks.
+* ``history``: the session's table; ``ranks``: a run across ranks (and the
+  line a rank other than 0 shows, the session stance of every rank).
 """
 
 from __future__ import annotations

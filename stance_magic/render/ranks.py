@@ -1,17 +1,27 @@
-"""A run across ranks (:class:`stance_magic.ranks.RankReport`) as text and
+"""A run across ranks (:class:`stance_magic.report.ranks.RankReport`) as text and
 HTML: one row per rank, where they diverged, how the gather went, and each
-rank's full report where the ranks sent theirs."""
+rank's full report where the ranks sent theirs; the line a rank other than 0
+shows (:class:`RankNote`), the line about every rank's session stance
+(:func:`stances_line`) and what ``--ranks`` says without a process group
+(:data:`NO_GROUP`)."""
 
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Any, Sequence
 
-from ..text import fmt_bytes, fmt_s, shorten
+from ..text import fmt_bytes, fmt_s, rank_groups, rank_groups_text, shorten
 from .cell import report_html, report_text
 from .labels import RANK_COLUMNS as H
 from .rows import MAX_DETAILS
 from .styles import _ERR, _LI, _td, styled_table, text_table
+
+__all__ = ["NO_GROUP", "RankNote", "ranks_html", "ranks_text", "stances_line"]
+
+NO_GROUP = (
+    "no torch.distributed process group in this process (call "
+    "torch.distributed.init_process_group on every rank first, or run under torchrun)"
+)
 
 
 def _rank_columns(view: Any) -> list[tuple[str, Any]]:
@@ -76,7 +86,7 @@ def _flag_lines(view: Any) -> list[str]:
 
 
 def ranks_text(view: Any, max_details: int = MAX_DETAILS, verbose: bool = False) -> str:
-    """A :class:`~stance_magic.ranks.RankReport` as text: one row per rank,
+    """A :class:`~stance_magic.report.ranks.RankReport` as text: one row per rank,
     where they diverged, how the gather went."""
     cols = _rank_columns(view)
     shown = view.shown
@@ -94,7 +104,7 @@ def ranks_text(view: Any, max_details: int = MAX_DETAILS, verbose: bool = False)
 
 
 def ranks_html(view: Any, max_details: int = MAX_DETAILS, verbose: bool = False) -> str:
-    """A :class:`~stance_magic.ranks.RankReport` as HTML (every string escaped);
+    """A :class:`~stance_magic.report.ranks.RankReport` as HTML (every string escaped);
     diverged ranks in the error colour."""
     e = html.escape
     cols = _rank_columns(view)
@@ -134,3 +144,40 @@ def ranks_html(view: Any, max_details: int = MAX_DETAILS, verbose: bool = False)
                 f"{report_html(rep, max_details, verbose)}</details>"
             )
     return "".join(parts)
+
+
+def stances_line(stances: Sequence[str], previous: str | None = None) -> str:
+    """One line about every rank's session stance."""
+    groups = rank_groups(enumerate(stances))
+    was = f" (was: {previous} on rank 0)" if previous is not None else ""
+    if len(groups) == 1:
+        n = len(stances)
+        return f"session stance: {stances[0]} on all {n} rank{'s' if n != 1 else ''}{was}"
+    return f"session stances differ across ranks: {rank_groups_text(groups, str)}{was}"
+
+
+class RankNote:
+    """What a rank other than 0 shows after a gathered cell: one line."""
+
+    compiled_anything = False
+
+    def __init__(self, rep: Any) -> None:
+        g = rep.gathered
+        assert g is not None, "a report gathered from this rank"
+        self.rep = rep
+        self.text = (
+            f"stance_magic: rank {g.rank} of {g.world_size}: {rep.compiles} compile(s), "
+            f"{len(rep.recompiles)} recompile(s)"
+            + (f", {shorten(rep.error, 80)}" if rep.error else "")
+            + f"; the combined view is on rank {g.to} (this rank's report: "
+            "stance_magic.history()[-1])"
+        )
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return (
+            '<div class="sm-notice" style="font-size:12px;color:#555;margin:2px 0">'
+            f"{html.escape(self.text)}</div>"
+        )

@@ -124,7 +124,7 @@ class CellReport(Shown):
     compare: Comparison | None = None
     notes: list[str] = field(default_factory=list)
     #: rank 0 of a block gathered across ranks (``measure(ranks=True)``,
-    #: ``%%stance --ranks``): the combined view, a :class:`stance_magic.ranks.RankReport`
+    #: ``%%stance --ranks``): the combined view, a :class:`stance_magic.report.ranks.RankReport`
     ranks: Any = field(default=None, repr=False, compare=False)
     #: a block gathered across ranks: this rank, how many, and where its
     #: report went (None: not gathered)

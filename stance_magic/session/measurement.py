@@ -208,9 +208,9 @@ class Measurement:
         error = closed.error
         try:
             if ranks is not None and (error is None or isinstance(error, Exception)):
-                from ..ranks import gather, process_group_ready
+                from ..builder.ranks import gather
 
-                if process_group_ready():
+                if probe.process_group_ready():
                     rep = gather(rep, ranks)
         finally:
             self.report = rep
