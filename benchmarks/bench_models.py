@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         "--cells",
         type=int,
         default=25,
-        help="measured cells a process (>= 4; the steady state is the median of all but the first three)",
+        help="measured cells a process (>= 4; the steady state: the median of all but the first 3)",
     )
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = p.parse_args(args_in)

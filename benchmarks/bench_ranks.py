@@ -12,14 +12,14 @@ Three parts:
 1. **Two ranks** (two processes on this machine, a gloo group over loopback):
    the per-cell cost of ``%%stance -q --ranks`` over ``%%stance -q`` (an empty
    cell, both ranks aligned by a barrier before every cell, so that no rank
-   waits for the other's work), one ``ranks.gather`` alone (summary and full
+   waits for the other's work), one ``gather`` alone (summary and full
    report of a real cell: two compiles, a recompile), the payload sizes, and
    torch's two collectives under ``gather_object`` (an ``all_gather`` of the
    sizes, a ``gather`` of the bytes) timed bare.
 2. **Rank 0's own work for N ranks**, measured in this process for N = 2, 64,
    1024: turning N received payloads back into objects (torch's
    ``_tensor_to_object``, as ``gather_object`` does), building the
-   :class:`~stance_magic.ranks.RankReport` (rows, flags) and rendering it
+   :class:`~stance_magic.report.ranks.RankReport` (rows, flags) and rendering it
    (text, HTML, chart).
 3. **Nothing added without a process group**: an empty ``%%stance -q`` cell
    in a process with no group, with this checkout (and with ``--baseline
@@ -129,7 +129,7 @@ def worker(out: Path, rounds: int, cells: int) -> None:
     import torch
     import torch.distributed as dist
 
-    from stance_magic import ranks
+    from stance_magic.builder.ranks import gather, summarize
     from stance_magic.session.engine import get_engine
 
     rank = int(os.environ["RANK"])
@@ -144,8 +144,8 @@ def worker(out: Path, rounds: int, cells: int) -> None:
     )
     _run(sh, "%%stance -q\nfor n in (8, 16, 32):\n    y = cmodel(torch.randn(n, 64))")
     rep = get_engine().history[-1]
-    summary_bytes = len(pickle.dumps(ranks.summarize(rep, rank).to_wire()))
-    full_bytes = len(pickle.dumps((ranks.summarize(rep, rank).to_wire(), rep)))
+    summary_bytes = len(pickle.dumps(summarize(rep, rank).to_wire()))
+    full_bytes = len(pickle.dumps((summarize(rep, rank).to_wire(), rep)))
     res: dict[str, Any] = {
         "summary_bytes": summary_bytes,
         "full_bytes": full_bytes,
@@ -157,7 +157,7 @@ def worker(out: Path, rounds: int, cells: int) -> None:
         for _ in range(rounds):
             dist.barrier()
             t0 = time.perf_counter()
-            ranks.gather(rep, mode)
+            gather(rep, mode)
             out_t.append(time.perf_counter() - t0)
         return out_t
 
@@ -285,18 +285,19 @@ def _to_object(payloads: list[bytes]) -> Any:
 
 
 def rank0_work(reps: int = 5) -> dict[str, Any]:
-    from stance_magic import ranks
+    from stance_magic.builder.ranks import summarize
     from stance_magic.plots import figure_png
+    from stance_magic.report.ranks import RankReport, RankSummary
 
     rep = _real_report()
-    figure_png(ranks.RankReport(world_size=1, rows=[ranks.summarize(rep, 0)]).figure())  # warm
+    figure_png(RankReport(world_size=1, rows=[summarize(rep, 0)]).figure())  # warm
     out: dict[str, Any] = {}
     for n in PROJECT_N:
-        wire = [ranks.summarize(rep, i).to_wire() for i in range(n)]
+        wire = [summarize(rep, i).to_wire() for i in range(n)]
         # one rank in 37 fed another shape, as a divergence to flag
-        odd = ranks.summarize(rep, 0)
+        odd = summarize(rep, 0)
         odd.recompiles += 1
-        wire[n // 2] = ranks.RankSummary(**{**odd.__dict__, "rank": n // 2}).to_wire()
+        wire[n // 2] = RankSummary(**{**odd.__dict__, "rank": n // 2}).to_wire()
         payloads = [pickle.dumps(w) for w in wire]
         full_payloads = [pickle.dumps((w, rep)) for w in wire[: min(n, 64)]]
         fig = []
@@ -306,9 +307,7 @@ def rank0_work(reps: int = 5) -> dict[str, Any]:
             objs, dt = _to_object(payloads)
             unpickle.append(dt)
             t0 = time.perf_counter()
-            view = ranks.RankReport(
-                world_size=n, rows=[ranks.RankSummary.from_wire(w) for w in objs]
-            )
+            view = RankReport(world_size=n, rows=[RankSummary.from_wire(w) for w in objs])
             build.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             str(view)
@@ -439,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{_fmt_s(gathered)}: +{_fmt_s(_med(diffs[r]))} per cell "
             f"(paired IQR {_fmt_s(lo)} to {_fmt_s(hi)})"
         )
-    print(f"  ranks.gather alone at rank 0: summary {_fmt_s(g_sum)}, full {_fmt_s(g_full)}")
+    print(f"  gather alone at rank 0: summary {_fmt_s(g_sum)}, full {_fmt_s(g_full)}")
     print(
         f"  torch's collectives bare: all_gather of 1 integer {_fmt_s(ag)}; gather of "
         f"{_fmt_b(s_bytes)} {_fmt_s(gb_sum)}, of {_fmt_b(f_bytes)} {_fmt_s(gb_full)}"
