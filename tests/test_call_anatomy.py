@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from stance_magic import advice, probe
+from stance_magic import probe
 from stance_magic.probe import anatomy
-from stance_magic.render import lookup_method
+from stance_magic.render import advice, lookup_method
 from stance_magic.report import GPU_BOUND, CallParts
 
 from conftest import html_outputs, last, run, steady_timed

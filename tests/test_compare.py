@@ -24,9 +24,9 @@ import torch
 
 import stance_magic
 from stance_magic import probe
-from stance_magic.advice import advise
 from stance_magic.builder import Closed
 from stance_magic.builder.compare import break_even, steady
+from stance_magic.render.advice import advise
 from stance_magic.report import CellReport, Comparison, GraphBreak, Lookups, Recompile
 from stance_magic.session import compare
 

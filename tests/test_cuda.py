@@ -26,7 +26,7 @@ import pytest
 import torch
 
 import stance_magic
-from stance_magic import advice, probe
+from stance_magic import probe
 from stance_magic.builder import Closed, build_report
 from stance_magic.probe import cudagraphs as probe_cudagraphs
 from stance_magic.probe.cudagraphs import (
@@ -36,6 +36,7 @@ from stance_magic.probe.cudagraphs import (
     CudagraphWindow,
 )
 from stance_magic.probe.records import read_record, record_kernel_phases
+from stance_magic.render import advice
 from stance_magic.report import Recompile
 from stance_magic.spec import MeasureSpec
 from stance_magic.stance import Stance

@@ -5,8 +5,8 @@
   the graph has no cycle. The flow is one way: the front ends (magics, panel,
   ``measure()``) describe a block, the engine measures it, the builder makes
   the report, the views read it.
-* The views (render, plots, advice) import neither the engine nor the report
-  classes: reports reach them as data.
+* The views (render, its hints among them, and plots) import neither the
+  engine nor the report classes: reports reach them as data.
 * Nothing but the builder writes a report's field.
 * No module outside the probe reads a torch-private attribute
   (``torch._dynamo``, ``torch._C``, ``torch._inductor``, ...): each torch
@@ -163,15 +163,18 @@ def test_the_flow_is_one_way():
         assert lower in graph[upper], (upper, lower)
     assert "session" in graph["widgets"]
     assert _cycle(graph) is None, " → ".join(_cycle(graph) or [])
-    for view in ("render", "plots", "advice", "text", "stance"):
+    for view in ("render", "plots", "text", "stance"):
         assert not {"session", "builder", "report"} & graph[view], view
     # the words come from the report alone: an exported or gathered report
     # reads the same in any process, whatever torch it has
-    for view in ("render", "advice", "text"):
+    for view in ("render", "text"):
         assert "probe" not in graph[view], view
     # the words are made from the report alone: render reads no builder
     assert "builder" not in graph["render"]
     assert graph["text"] == set()  # a leaf
+    # render's hints name a recompile by its kind (causes.py): causes reads
+    # torch's guard text through the probe's message parsers and nothing else
+    assert "causes" in graph["render"] and graph["causes"] == {"probe"}
     assert graph["notebook"] == set()  # IPython's one home imports nothing of ours
 
 
@@ -592,15 +595,13 @@ def test_torch_messages_are_parsed_only_in_the_probe():
 
 
 #: What stays at the package's top: its face, the values every layer reads
-#: (a stance, a spec, a place, text), the views that are one module each
-#: (advice, export), the recompile causes, IPython's and the paths' one
-#: homes.
+#: (a stance, a spec, a place, text), the view that is one module (export),
+#: the recompile causes, IPython's and the paths' one homes.
 #: A new module goes into the package of its role; this list grows only on
 #: purpose.
 TOP_MODULES = {
     "__init__",
     "_version",
-    "advice",
     "causes",
     "export",
     "notebook",

@@ -141,8 +141,8 @@ def test_the_recompile_limits_setting_has_one_wording():
     (``render.limit_setting``): the limit row, the budget row and the hints
     say the same, and so does the limit's ``setting`` (it had a third
     wording for a torch.compile call's own limit)."""
-    from stance_magic.advice import advise
     from stance_magic.render import limit_setting
+    from stance_magic.render.advice import advise
     from stance_magic.report import Budget, CellReport, RecompileLimit
 
     glob = RecompileLimit(
@@ -194,13 +194,13 @@ def _user_texts() -> dict[str, str]:
         out[f"notebooks/{nb.name}"] = "\n".join(
             "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
         )
-    advice = root / "stance_magic" / "advice.py"
+    advice = root / "stance_magic" / "render" / "advice.py"
     strings = [
         n.value
         for n in ast.walk(ast.parse(advice.read_text("utf-8")))
         if isinstance(n, ast.Constant) and isinstance(n.value, str)
     ]
-    out["stance_magic/advice.py (hints)"] = "\n".join(strings)
+    out["stance_magic/render/advice.py (hints)"] = "\n".join(strings)
     return out
 
 
@@ -298,7 +298,7 @@ def _every_text(sh) -> dict[str, str]:
 def test_no_text_a_user_reads_gives_a_figure_a_second_name(sh):
     texts = _every_text(sh)
     assert any(k.startswith("stance_magic/widgets/panel") for k in texts)  # the panel
-    assert "stance_magic/advice.py" in texts and "the history's chart" in texts
+    assert "stance_magic/render/advice.py" in texts and "the history's chart" in texts
     found = {}
     for name, rule in _SECOND_NAMES.items():
         for where, text in texts.items():

@@ -346,7 +346,7 @@ class CellReport(Shown):
 
     def advice(self) -> list[str]:
         """At most three hints drawn from this report's numbers."""
-        from ..advice import advise
+        from ..render.advice import advise
 
         return advise(self)
 

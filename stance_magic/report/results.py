@@ -84,7 +84,7 @@ class CompareResult:
         return compare_figure(self)
 
     def advice(self) -> list[str]:
-        from ..advice import advise
+        from ..render.advice import advise
 
         return advise(self.report)
 
@@ -122,6 +122,6 @@ class SweepResult:
         return sweep_figure(self)
 
     def advice(self) -> list[str]:
-        from ..advice import advise_sweep
+        from ..render.advice import advise_sweep
 
         return advise_sweep(self)

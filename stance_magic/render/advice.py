@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .causes import OWN_GRAPH, decisive, guarded_name
-from .render import limit_setting
-from .text import fmt_bytes, fmt_s
-from .text import plural as _n
+from ..causes import OWN_GRAPH, decisive, guarded_name
+from ..text import fmt_bytes, fmt_s
+from ..text import plural as _n
+from .recompiles import limit_setting
 
 MAX_HINTS = 3
 #: Guard evaluation above this share of the steady-state time earns a hint.
