@@ -9,18 +9,33 @@ root, as its module is named and as torch's own log prefix writes it
 folder (the current directory) as ``./``, else with the venv, Python, the
 temporary directory and the home directory as ``<venv>``, ``<python>``,
 ``<tmp>``, ``~``.
+
+A file is written here too, whole or not at all (:func:`atomic_write`, the
+history's exports, the warm-start cache file, the timeline and the bundle),
+to a path checked before anything is written (:func:`check_target`).
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
+import stat
 import sys
+import tempfile
+from pathlib import Path
 
 from .notebook import cell_number_of_file, cell_numbers
 
-__all__ = ["is_library", "short_path", "shorten_paths"]
+__all__ = [
+    "atomic_write",
+    "check_target",
+    "is_library",
+    "reason_of",
+    "short_path",
+    "shorten_paths",
+]
 
 
 def short_path(path: str) -> str:
@@ -107,7 +122,6 @@ def _prefixes(cwd: str, path: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     become "" (a module path), then the places a file of the user's can be."""
     import site
     import sysconfig
-    import tempfile
 
     roots = [*site.getsitepackages(), site.getusersitepackages()]
     roots += [p for key in ("stdlib", "platstdlib") if (p := sysconfig.get_paths().get(key))]
@@ -127,3 +141,79 @@ def _prefixes(cwd: str, path: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
                 seen.add(q)
                 out.append((q, r))
     return tuple(sorted(out, key=lambda pr: len(pr[0]), reverse=True))
+
+
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def atomic_write(path: str | os.PathLike[str], text: str | bytes) -> Path:
+    """Write via a temporary file beside the target, then rename: the target
+    is replaced whole or left as it was. Errors name the user's path; an
+    existing file keeps its permissions, a new one gets the umask's.
+
+    A symbolic link is written through (the file it points to is replaced,
+    the link stays); anything that is not a regular file (``/dev/stdout``, a
+    device node, a pipe) is refused, never replaced. Text that UTF-8 cannot
+    hold (a surrogate-escaped byte from a file name or an error message) is
+    written as a backslash escape; bytes are written as they are.
+    """
+    target, real, mode = check_target(path)
+    data = text if isinstance(text, bytes) else text.encode("utf-8", errors="backslashreplace")
+    fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", dir=real.parent)
+    try:
+        try:
+            fh = os.fdopen(fd, "wb")
+        except BaseException:
+            os.close(fd)
+            raise
+        with fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return target
+
+
+def check_target(path: str | os.PathLike[str]) -> tuple[Path, Path, int]:
+    """(the path as given, the file it leads to, the mode to write it with),
+    or the error a write would raise, before anything is written."""
+    target = Path(path).expanduser()
+    try:
+        st = os.stat(target)  # follows links: what the path leads to
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{target} is a directory")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a file")
+        raise OSError(
+            errno.EINVAL, f"not a regular file ({kind}); history exports write regular files only"
+        )
+    real = Path(os.path.realpath(target))  # a link (even a dangling one) is written through
+    directory = real.parent
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no directory {directory} for {target}")
+    if st is not None:
+        mode = st.st_mode & 0o7777
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    if not os.access(directory, os.W_OK):
+        raise PermissionError(errno.EACCES, f"cannot write in {directory}")
+    return target, real, mode
+
+
+def reason_of(err: OSError) -> str:
+    """An OSError as the one line a user reads: its strerror, else its text."""
+    return err.strerror if err.strerror else str(err)

@@ -87,7 +87,7 @@ def check_options(
         if not os.access(parent, os.W_OK):
             raise ValueError(f"--trace {trace}: cannot write in {parent}")
     if timeline is not None:
-        from .export import check_target
+        from .paths import check_target
 
         try:
             check_target(timeline)

@@ -30,7 +30,7 @@ def test_history_export_writes_both_or_neither(sh, tmp_path):
 
 
 def test_history_export_says_what_was_written_when_the_second_fails(tmp_path, monkeypatch):
-    from stance_magic import export
+    from stance_magic.render import export
 
     real = export.atomic_write
     calls = []

@@ -595,15 +595,16 @@ def test_torch_messages_are_parsed_only_in_the_probe():
 
 
 #: What stays at the package's top: its face, the values every layer reads
-#: (a stance, a spec, a place, text), the view that is one module (export),
-#: the recompile causes, IPython's and the paths' one homes.
+#: (a stance, a spec, a place, text), the recompile causes (the builder and
+#: render's hints read them; render may import neither the builder nor the
+#: probe), IPython's one home and the files' (their names as a reader knows
+#: them, a file written whole).
 #: A new module goes into the package of its role; this list grows only on
 #: purpose.
 TOP_MODULES = {
     "__init__",
     "_version",
     "causes",
-    "export",
     "notebook",
     "paths",
     "place",

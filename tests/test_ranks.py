@@ -457,7 +457,7 @@ def test_many_ranks_fold_and_chart():
 
 
 def test_the_combined_view_is_exported_with_rank_0s_report(tmp_path):
-    from stance_magic import export
+    from stance_magic.render import export
 
     rank0 = _rep(compiles=1, compile_s=0.1)
     rep = replace(rank0, ranks=_view([rank0, _rep(compiles=2, compile_s=0.2)]))

@@ -42,8 +42,8 @@ import pytest
 from matplotlib.figure import Figure
 
 from stance_magic import plots, probe
-from stance_magic.export import csv_text, json_text
 from stance_magic.render import history_html, history_text
+from stance_magic.render.export import csv_text, json_text
 from stance_magic.render.labels import (
     BUDGET_COLUMN,
     CACHE_HITS,

@@ -581,9 +581,8 @@ def test_kernels_are_placed_only_where_they_load(cold, tmp_path, monkeypatch):
 
 
 def test_history_columns_chart_and_export_carry_the_cache_figures(tmp_path):
-    from stance_magic import export
     from stance_magic.plots import history_figure
-    from stance_magic.render import History
+    from stance_magic.render import History, export
 
     cold = CellReport(index=1, execution_count=4, frames=[_frame("0/0", seconds=7.9)])
     cold = _with_caches(

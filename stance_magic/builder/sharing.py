@@ -132,7 +132,7 @@ class Sharing:
                 elif run.error:
                     notes.append(f"tlparse: {run.error}")
         if self.timeline is not None:
-            from ..export import atomic_write
+            from ..paths import atomic_write
             from ..share.timeline import timeline_events
 
             t0 = closed.t0

@@ -123,8 +123,7 @@ def watch(engine: Engine, shell: Any, args: Any, rest: list[str]) -> None:
 
 def history(engine: Engine, shell: Any, args: Any, rest: list[str]) -> Any:
     """``%stance history [--csv PATH] [--json PATH] [--plot]``."""
-    from .. import export
-    from ..render import History
+    from ..render import History, export
 
     hist = History(engine.history)
     try:

@@ -107,7 +107,7 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
         In [5]: stance_magic.save_cache("warm.smcache")
         Out[5]: stance_magic: saved 2 compile-cache artifacts to warm.smcache (…)
     """
-    from .. import export
+    from .. import paths
     from ..probe import caches as pc
 
     _check_support()
@@ -149,9 +149,9 @@ def save_cache(path: str | os.PathLike[str]) -> CacheInfo:
     }
     data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + blob + tail
     try:
-        target = export.atomic_write(path, data)
+        target = paths.atomic_write(path, data)
     except OSError as err:
-        raise WarmStartError(f"cannot write {path}: {export.reason_of(err)}") from None
+        raise WarmStartError(f"cannot write {path}: {paths.reason_of(err)}") from None
     return CacheInfo(
         "saved",
         str(target),
@@ -384,7 +384,7 @@ def _place_kernels(
     binary, as this function has just done in this one, and a new kernel
     would otherwise start six of them (about 0.7 s) before its first
     compile or load."""
-    from .. import export
+    from .. import paths
     from ..probe import caches as pc
 
     here = pc.kernel_platform()
@@ -401,7 +401,7 @@ def _place_kernels(
                 present += 1
             else:
                 os.makedirs(os.path.dirname(target), exist_ok=True)
-                export.atomic_write(target, data)
+                paths.atomic_write(target, data)
                 if pc.loads(target):
                     placed += 1
                     if markers and rel in load_ok:

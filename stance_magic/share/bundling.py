@@ -104,7 +104,7 @@ def bundle(
     bug.zip: cell In [4] source; report (text, JSON); versions; stance and 1 changed
     dynamo config value; trace (2 compile ids) and its tlparse output (31 files)
     """
-    from ..export import atomic_write, check_target
+    from ..paths import atomic_write, check_target
     from ..probe.trace import dynamo_config_changes
 
     if report is None:
