@@ -430,7 +430,8 @@ def ranks(r: Json) -> list[str]:
             f"{fmt_b(s_b)} / {fmt_b(f_b)}",
         ],
         [
-            "`gather` (`stance_magic.builder.ranks`) alone at rank 0, ranks aligned by a barrier: summary / full",
+            "`gather` (`stance_magic.builder.ranks`) alone at rank 0, ranks aligned by a "
+            "barrier: summary / full",
             f"{fmt_s(med(r0['gather_summary']))} / {fmt_s(med(r0['gather_full']))}",
         ],
         [
