@@ -56,25 +56,7 @@ def short_path(path: str) -> str:
         return f"In [{cell}]"
     if not os.path.isabs(path):
         return path
-    key = (path, os.getcwd(), tuple(sys.path))
-    found = _SHORTENED.get(key)
-    if found is None:
-        if len(_SHORTENED) >= _SHORTENED_MAX:
-            _SHORTENED.clear()
-        found = _SHORTENED[key] = _shorten(path, _prefixes(key[1], key[2]))
-    return found
-
-
-#: short_path's answers by (path, current directory, sys.path): a report
-#: shortens the same few files cell after cell (a measured cell's report
-#: paid tens of microseconds for one, on caches a model's code left cold)
-_SHORTENED: dict[tuple[str, str, tuple[str, ...]], str] = {}
-_SHORTENED_MAX = 4096
-
-
-def _shorten(path: str, prefixes: tuple[tuple[str, str], ...]) -> str:
-    """An absolute ``path`` from the first of ``prefixes`` it is under."""
-    for prefix, short in prefixes:
+    for prefix, short in _prefixes(os.getcwd(), tuple(sys.path)):
         if path == prefix:
             return short or "."
         if path.startswith(prefix + os.sep):
